@@ -1,0 +1,551 @@
+//! The first layer: what each cell costs to walk through, and how a step is priced.
+
+use glam::{UVec2, Vec2};
+use thiserror::Error;
+
+use crate::grid::{Dir8, Grid, GridError};
+
+/// Terrain cost of a wall: no unit may enter or leave the cell.
+pub const WALL: u8 = 255;
+/// Terrain cost of plain ground.
+pub const PLAIN: u8 = 1;
+
+/// Why a cost edit was refused. Nothing is changed when an edit is refused.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum CostError {
+    /// The cell or rectangle lies (partly) outside the grid.
+    #[error(transparent)]
+    Grid(#[from] GridError),
+    /// Cost 0 would make steps free and the fields meaningless; walkable costs are 1..=254.
+    #[error("cost 0 at cell ({x}, {y}) is not allowed: use 1..=254 for terrain or 255 for a wall")]
+    ZeroCost { x: u32, y: u32 },
+    /// A cost vector whose length is not `width * height`.
+    #[error("cost vector has {got} entries but the {width}x{height} grid has {expected} cells")]
+    WrongLength {
+        width: u32,
+        height: u32,
+        expected: usize,
+        got: usize,
+    },
+    /// A rectangle whose corners are the wrong way round.
+    #[error("rectangle ({x0}, {y0})..=({x1}, {y1}) has its corners the wrong way round")]
+    InvertedRect { x0: u32, y0: u32, x1: u32, y1: u32 },
+    /// A shape that cannot be stamped (NaN coordinates, negative radius, non-convex polygon…).
+    #[error("shape {index} cannot be stamped: {reason}")]
+    BadShape { index: usize, reason: String },
+}
+
+/// How a step between two cells is priced. A step always costs its base cost times the terrain
+/// cost of the cell the unit steps *from*.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CostModel {
+    /// The seed's integers: 10 straight, 14 diagonal. Values are reported as those integers.
+    #[default]
+    TenFourteen,
+    /// 1 straight and √2 diagonal (the Moving AI convention), held in fixed point:
+    /// `1 = 13860` units and `√2 = 19601` units (a convergent of √2, so a diagonal is off by
+    /// under 2e-9 of its length). Values are reported in cost units (raw / 13860).
+    Octile,
+}
+
+impl CostModel {
+    /// Raw units per unit of cost: 1 for [`CostModel::TenFourteen`], 13860 for octile.
+    pub const fn scale(self) -> u32 {
+        match self {
+            CostModel::TenFourteen => 1,
+            CostModel::Octile => 13_860,
+        }
+    }
+    /// Raw base cost of a straight step on plain ground.
+    pub const fn straight(self) -> u32 {
+        match self {
+            CostModel::TenFourteen => 10,
+            CostModel::Octile => 13_860,
+        }
+    }
+    /// Raw base cost of a diagonal step on plain ground.
+    pub const fn diagonal(self) -> u32 {
+        match self {
+            CostModel::TenFourteen => 14,
+            CostModel::Octile => 19_601,
+        }
+    }
+    /// Raw base costs indexed by direction number.
+    pub const fn base_costs(self) -> [u32; 8] {
+        let s = self.straight();
+        let d = self.diagonal();
+        [s, d, s, d, s, d, s, d]
+    }
+    /// Raw cost of one step in direction `dir` from a cell of terrain cost `terrain`.
+    pub const fn step(self, dir: Dir8, terrain: u8) -> u32 {
+        let base = if dir.is_diagonal() {
+            self.diagonal()
+        } else {
+            self.straight()
+        };
+        base * terrain as u32
+    }
+    /// A raw value in cost units (`raw / scale`).
+    pub fn to_cost(self, raw: u32) -> f64 {
+        raw as f64 / self.scale() as f64
+    }
+    /// Lower bound of the raw cost between two cells `dx`, `dy` apart on plain ground
+    /// (the octile distance): admissible and consistent for A*.
+    pub const fn heuristic(self, dx: u32, dy: u32) -> u32 {
+        let (lo, hi) = if dx < dy { (dx, dy) } else { (dy, dx) };
+        self.straight() * (hi - lo) + self.diagonal() * lo
+    }
+    /// The name used on the command line: `10-14` or `octile`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            CostModel::TenFourteen => "10-14",
+            CostModel::Octile => "octile",
+        }
+    }
+}
+
+impl std::str::FromStr for CostModel {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "10-14" | "10/14" | "tenfourteen" => Ok(CostModel::TenFourteen),
+            "octile" => Ok(CostModel::Octile),
+            _ => Err(format!("unknown cost model '{s}': use 10-14 or octile")),
+        }
+    }
+}
+
+/// A world-space obstacle or terrain patch to stamp into a [`CostField`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Shape {
+    /// Axis-aligned box between two corners.
+    Box { min: Vec2, max: Vec2 },
+    /// Disc.
+    Circle { center: Vec2, radius: f32 },
+    /// Convex polygon, vertices in either winding order.
+    ConvexPolygon(Vec<Vec2>),
+}
+
+impl Shape {
+    fn validate(&self) -> Result<(), String> {
+        match self {
+            Shape::Box { min, max } => {
+                if !min.is_finite() || !max.is_finite() {
+                    return Err("box corner is not finite".into());
+                }
+                if min.x > max.x || min.y > max.y {
+                    return Err(format!("box min {min} is above max {max}"));
+                }
+            }
+            Shape::Circle { center, radius } => {
+                if !center.is_finite() || !radius.is_finite() || *radius < 0.0 {
+                    return Err(format!("circle at {center} with radius {radius} is not valid"));
+                }
+            }
+            Shape::ConvexPolygon(pts) => {
+                if pts.len() < 3 {
+                    return Err(format!("polygon has {} vertices, needs 3", pts.len()));
+                }
+                if pts.iter().any(|p| !p.is_finite()) {
+                    return Err("polygon vertex is not finite".into());
+                }
+                let mut sign = 0.0f32;
+                for i in 0..pts.len() {
+                    let a = pts[i];
+                    let b = pts[(i + 1) % pts.len()];
+                    let c = pts[(i + 2) % pts.len()];
+                    let cross = (b - a).perp_dot(c - b);
+                    if cross != 0.0 {
+                        if sign != 0.0 && cross.signum() != sign {
+                            return Err("polygon is not convex".into());
+                        }
+                        sign = cross.signum();
+                    }
+                }
+                if sign == 0.0 {
+                    return Err("polygon has no area".into());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn bounds(&self) -> (Vec2, Vec2) {
+        match self {
+            Shape::Box { min, max } => (*min, *max),
+            Shape::Circle { center, radius } => (*center - *radius, *center + *radius),
+            Shape::ConvexPolygon(pts) => pts.iter().fold(
+                (Vec2::splat(f32::INFINITY), Vec2::splat(f32::NEG_INFINITY)),
+                |(lo, hi), p| (lo.min(*p), hi.max(*p)),
+            ),
+        }
+    }
+
+    /// Whether the shape overlaps the open square `lo..hi`.
+    fn overlaps(&self, lo: Vec2, hi: Vec2) -> bool {
+        match self {
+            Shape::Box { min, max } => min.x < hi.x && max.x > lo.x && min.y < hi.y && max.y > lo.y,
+            Shape::Circle { center, radius } => {
+                let nearest = center.clamp(lo, hi);
+                nearest.distance_squared(*center) < radius * radius
+            }
+            Shape::ConvexPolygon(pts) => {
+                let (plo, phi) = self.bounds();
+                if !(plo.x < hi.x && phi.x > lo.x && plo.y < hi.y && phi.y > lo.y) {
+                    return false;
+                }
+                // Separating axis theorem: the box axes are covered by the bounds test above,
+                // so only the polygon's edge normals remain.
+                let corners = [lo, Vec2::new(hi.x, lo.y), hi, Vec2::new(lo.x, hi.y)];
+                for i in 0..pts.len() {
+                    let a = pts[i];
+                    let axis = (pts[(i + 1) % pts.len()] - a).perp();
+                    let (mut pmin, mut pmax) = (f32::INFINITY, f32::NEG_INFINITY);
+                    for p in pts {
+                        let v = axis.dot(*p - a);
+                        pmin = pmin.min(v);
+                        pmax = pmax.max(v);
+                    }
+                    let (mut bmin, mut bmax) = (f32::INFINITY, f32::NEG_INFINITY);
+                    for c in corners {
+                        let v = axis.dot(c - a);
+                        bmin = bmin.min(v);
+                        bmax = bmax.max(v);
+                    }
+                    if pmax <= bmin || bmax <= pmin {
+                        return false;
+                    }
+                }
+                true
+            }
+        }
+    }
+}
+
+/// Terrain cost of every cell: 1 = plain ground, 2..=254 = that many times slower, 255 = wall.
+///
+/// Memory: 1 byte per cell (16 KiB for 128 × 128), in one flat `Vec<u8>` indexed `y * width + x`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CostField {
+    grid: Grid,
+    costs: Vec<u8>,
+}
+
+impl CostField {
+    /// A field of plain ground.
+    ///
+    /// ```
+    /// let field = horde::CostField::new(horde::Grid::new(8, 8).unwrap());
+    /// assert_eq!(field.get(glam::UVec2::new(3, 3)), Some(1));
+    /// ```
+    pub fn new(grid: Grid) -> CostField {
+        CostField {
+            costs: vec![PLAIN; grid.len()],
+            grid,
+        }
+    }
+
+    /// A field from a flat vector of costs indexed `y * width + x`. O(cells).
+    ///
+    /// ```
+    /// let grid = horde::Grid::new(2, 1).unwrap();
+    /// assert!(horde::CostField::from_costs(grid, vec![1, 255]).is_ok());
+    /// assert!(horde::CostField::from_costs(grid, vec![1, 0]).is_err());
+    /// ```
+    pub fn from_costs(grid: Grid, costs: Vec<u8>) -> Result<CostField, CostError> {
+        if costs.len() != grid.len() {
+            return Err(CostError::WrongLength {
+                width: grid.width(),
+                height: grid.height(),
+                expected: grid.len(),
+                got: costs.len(),
+            });
+        }
+        if let Some(i) = costs.iter().position(|&c| c == 0) {
+            let c = grid.cell(i);
+            return Err(CostError::ZeroCost { x: c.x, y: c.y });
+        }
+        Ok(CostField { grid, costs })
+    }
+
+    /// The grid this field covers.
+    pub fn grid(&self) -> &Grid {
+        &self.grid
+    }
+    /// Columns.
+    pub fn width(&self) -> u32 {
+        self.grid.width()
+    }
+    /// Rows.
+    pub fn height(&self) -> u32 {
+        self.grid.height()
+    }
+    /// All costs, indexed `y * width + x`.
+    pub fn costs(&self) -> &[u8] {
+        &self.costs
+    }
+
+    /// The cost of a cell, or `None` outside the grid.
+    pub fn get(&self, cell: UVec2) -> Option<u8> {
+        self.grid.index(cell).ok().map(|i| self.costs[i])
+    }
+
+    /// True if the cell is on the grid and not a wall.
+    pub fn is_walkable(&self, cell: UVec2) -> bool {
+        self.get(cell).is_some_and(|c| c != WALL)
+    }
+
+    /// Number of cells that are not walls. O(cells).
+    pub fn walkable_count(&self) -> usize {
+        self.costs.iter().filter(|&&c| c != WALL).count()
+    }
+
+    /// Highest walkable cost on the map (1 if there is none). O(cells).
+    pub fn max_walkable_cost(&self) -> u8 {
+        self.costs
+            .iter()
+            .copied()
+            .filter(|&c| c != WALL)
+            .max()
+            .unwrap_or(PLAIN)
+    }
+
+    /// The corner rule, the one definition every search follows: a unit may step from `cell`
+    /// in `dir` when both cells are walkable and, for a diagonal, both cells it passes between
+    /// are walkable too. O(1).
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::{CostField, Dir8, Grid};
+    /// let mut field = CostField::new(Grid::new(2, 2).unwrap());
+    /// assert!(field.can_step(UVec2::new(0, 1), Dir8::NE));
+    /// field.set(UVec2::new(0, 0), horde::WALL).unwrap();
+    /// assert!(!field.can_step(UVec2::new(0, 1), Dir8::NE)); // would squeeze past a wall corner
+    /// ```
+    pub fn can_step(&self, cell: UVec2, dir: Dir8) -> bool {
+        if !self.is_walkable(cell) {
+            return false;
+        }
+        let Some(to) = self.grid.neighbour(cell, dir) else {
+            return false;
+        };
+        if !self.is_walkable(to) {
+            return false;
+        }
+        match dir.corner_sides() {
+            None => true,
+            Some((a, b)) => {
+                let ca = self.grid.neighbour(cell, a).expect("side of an on-grid diagonal");
+                let cb = self.grid.neighbour(cell, b).expect("side of an on-grid diagonal");
+                self.is_walkable(ca) && self.is_walkable(cb)
+            }
+        }
+    }
+
+    /// Set one cell. O(1).
+    pub fn set(&mut self, cell: UVec2, cost: u8) -> Result<(), CostError> {
+        let i = self.grid.index(cell)?;
+        if cost == 0 {
+            return Err(CostError::ZeroCost {
+                x: cell.x,
+                y: cell.y,
+            });
+        }
+        self.costs[i] = cost;
+        Ok(())
+    }
+
+    /// Set many cells in one call; all edits are checked before any is applied. O(edits).
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// let mut field = horde::CostField::new(horde::Grid::new(4, 4).unwrap());
+    /// field.set_many(&[(UVec2::new(0, 0), 255), (UVec2::new(1, 0), 7)]).unwrap();
+    /// assert!(field.set_many(&[(UVec2::new(2, 0), 3), (UVec2::new(9, 0), 3)]).is_err());
+    /// assert_eq!(field.get(UVec2::new(2, 0)), Some(1)); // nothing applied
+    /// ```
+    pub fn set_many(&mut self, edits: &[(UVec2, u8)]) -> Result<(), CostError> {
+        for &(cell, cost) in edits {
+            self.grid.index(cell)?;
+            if cost == 0 {
+                return Err(CostError::ZeroCost {
+                    x: cell.x,
+                    y: cell.y,
+                });
+            }
+        }
+        for &(cell, cost) in edits {
+            let i = self.grid.index(cell)?;
+            self.costs[i] = cost;
+        }
+        Ok(())
+    }
+
+    /// Fill the rectangle with corners `min` and `max` (both inclusive). O(area).
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// let mut field = horde::CostField::new(horde::Grid::new(8, 8).unwrap());
+    /// field.fill_rect(UVec2::new(2, 2), UVec2::new(3, 4), 255).unwrap();
+    /// assert_eq!(field.walkable_count(), 64 - 6);
+    /// ```
+    pub fn fill_rect(&mut self, min: UVec2, max: UVec2, cost: u8) -> Result<(), CostError> {
+        if min.x > max.x || min.y > max.y {
+            return Err(CostError::InvertedRect {
+                x0: min.x,
+                y0: min.y,
+                x1: max.x,
+                y1: max.y,
+            });
+        }
+        self.grid.index(min)?;
+        self.grid.index(max)?;
+        if cost == 0 {
+            return Err(CostError::ZeroCost { x: min.x, y: min.y });
+        }
+        let w = self.grid.width() as usize;
+        for y in min.y..=max.y {
+            let row = y as usize * w;
+            self.costs[row + min.x as usize..=row + max.x as usize].fill(cost);
+        }
+        Ok(())
+    }
+
+    /// Stamp world-space shapes: every cell whose square, shrunk to 90 % about its centre (as a
+    /// physics overlap box of half extent 0.45 cells would), overlaps a shape gets `cost`.
+    /// All shapes are checked before any cell changes. Returns the number of cells stamped.
+    /// O(sum of the shapes' bounding-box areas in cells × polygon vertices).
+    ///
+    /// ```
+    /// use glam::Vec2;
+    /// use horde::{CostField, Grid, Shape, WALL};
+    /// let mut field = CostField::new(Grid::new(10, 10).unwrap());
+    /// let n = field.stamp(&[
+    ///     Shape::Box { min: Vec2::new(1.0, 1.0), max: Vec2::new(3.0, 2.0) },
+    ///     Shape::Circle { center: Vec2::new(7.5, 7.5), radius: 0.4 },
+    /// ], WALL).unwrap();
+    /// assert_eq!(n, 3);
+    /// ```
+    pub fn stamp(&mut self, shapes: &[Shape], cost: u8) -> Result<usize, CostError> {
+        if cost == 0 {
+            return Err(CostError::ZeroCost { x: 0, y: 0 });
+        }
+        for (index, shape) in shapes.iter().enumerate() {
+            shape
+                .validate()
+                .map_err(|reason| CostError::BadShape { index, reason })?;
+        }
+        let g = self.grid;
+        let w = g.width() as usize;
+        let mut stamped = 0;
+        for shape in shapes {
+            let (lo, hi) = shape.bounds();
+            let a = g.world_to_grid(lo).floor();
+            let b = g.world_to_grid(hi).floor();
+            let x0 = a.x.max(0.0) as i64;
+            let y0 = a.y.max(0.0) as i64;
+            let x1 = (b.x as i64).min(g.width() as i64 - 1);
+            let y1 = (b.y as i64).min(g.height() as i64 - 1);
+            let shrink = 0.05 * g.cell_size();
+            for y in y0..=y1 {
+                for x in x0..=x1 {
+                    let corner = g.origin() + Vec2::new(x as f32, y as f32) * g.cell_size();
+                    let cell_lo = corner + shrink;
+                    let cell_hi = corner + g.cell_size() - shrink;
+                    if shape.overlaps(cell_lo, cell_hi) {
+                        let i = y as usize * w + x as usize;
+                        if self.costs[i] != cost {
+                            stamped += 1;
+                        }
+                        self.costs[i] = cost;
+                    }
+                }
+            }
+        }
+        Ok(stamped)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(w: u32, h: u32) -> CostField {
+        CostField::new(Grid::new(w, h).unwrap())
+    }
+
+    #[test]
+    fn corner_rule_blocks_squeezing_past_a_wall() {
+        let mut f = field(3, 3);
+        f.set(UVec2::new(1, 0), WALL).unwrap();
+        assert!(!f.can_step(UVec2::new(0, 0), Dir8::E));
+        assert!(!f.can_step(UVec2::new(0, 1), Dir8::NE));
+        assert!(!f.can_step(UVec2::new(2, 1), Dir8::NW));
+        assert!(f.can_step(UVec2::new(0, 1), Dir8::SE));
+        assert!(!f.can_step(UVec2::new(0, 0), Dir8::N));
+        assert!(!f.can_step(UVec2::new(1, 0), Dir8::S), "walls cannot be left");
+    }
+
+    #[test]
+    fn rejected_edits_change_nothing() {
+        let mut f = field(4, 4);
+        let before = f.clone();
+        assert!(matches!(
+            f.fill_rect(UVec2::new(2, 2), UVec2::new(1, 3), 5),
+            Err(CostError::InvertedRect { .. })
+        ));
+        assert!(f.fill_rect(UVec2::new(2, 2), UVec2::new(4, 3), 5).is_err());
+        assert!(matches!(f.set(UVec2::new(1, 1), 0), Err(CostError::ZeroCost { .. })));
+        let bad = [
+            Shape::Box {
+                min: Vec2::ZERO,
+                max: Vec2::ONE,
+            },
+            Shape::ConvexPolygon(vec![Vec2::ZERO, Vec2::X, Vec2::ONE, Vec2::Y * 0.2 + Vec2::X * 0.5]),
+        ];
+        assert!(matches!(f.stamp(&bad, WALL), Err(CostError::BadShape { index: 1, .. })));
+        assert_eq!(f, before);
+    }
+
+    #[test]
+    fn shapes_cover_the_cells_they_overlap() {
+        let mut f = field(10, 10);
+        // A triangle with corners at cell corners covers the cells under its area.
+        let tri = Shape::ConvexPolygon(vec![
+            Vec2::new(0.0, 0.0),
+            Vec2::new(4.0, 0.0),
+            Vec2::new(0.0, 4.0),
+        ]);
+        let n = f.stamp(&[tri], 9).unwrap();
+        // Cells (x, y) with x + y <= 3 overlap the triangle's interior: 10 cells; (3,1) etc. only touch.
+        assert_eq!(n, 10);
+        assert_eq!(f.get(UVec2::new(3, 0)), Some(9));
+        assert_eq!(f.get(UVec2::new(2, 2)), Some(1));
+        // A circle of radius 1.2 at a cell corner covers the four cells around it.
+        let mut g = field(10, 10);
+        let c = Shape::Circle {
+            center: Vec2::new(5.0, 5.0),
+            radius: 1.2,
+        };
+        assert_eq!(g.stamp(&[c], WALL).unwrap(), 12);
+        // Shapes partly off the map only stamp on it.
+        let mut h = field(4, 4);
+        let b = Shape::Box {
+            min: Vec2::new(-10.0, -10.0),
+            max: Vec2::new(1.5, 100.0),
+        };
+        assert_eq!(h.stamp(&[b], WALL).unwrap(), 8);
+    }
+
+    #[test]
+    fn models_price_steps_from_the_cell_left() {
+        assert_eq!(CostModel::TenFourteen.step(Dir8::N, 3), 30);
+        assert_eq!(CostModel::TenFourteen.step(Dir8::NE, 3), 42);
+        let m = CostModel::Octile;
+        let d = m.diagonal() as f64 / m.scale() as f64;
+        assert!((d - std::f64::consts::SQRT_2).abs() < 3e-9);
+        assert_eq!(m.heuristic(3, 1), 2 * 13_860 + 19_601);
+        assert_eq!("octile".parse::<CostModel>(), Ok(CostModel::Octile));
+        assert!("9-9".parse::<CostModel>().is_err());
+    }
+}

@@ -1,0 +1,423 @@
+//! The third layer: one byte per cell saying which way a unit there should step.
+//!
+//! # Byte layout
+//! | value | meaning |
+//! |---|---|
+//! | `0..=7` | step in [`Dir8`] with that number (0 = N, clockwise) |
+//! | [`FLOW_GOAL`] (8) | the cell is a goal |
+//! | [`FLOW_UNREACHABLE`] (9) | walkable, but no goal can be reached from it |
+//! | [`FLOW_WALL`] (255) | a wall |
+//!
+//! Each cell points at the neighbour that minimises *neighbour's cost-to-goal + cost of the
+//! step*, among the steps the corner rule allows; ties go to the lowest direction number. So
+//! following the arrows from any reachable cell costs exactly its integration value, every
+//! arrow strictly lowers the value (no loops), and no arrow enters a wall or cuts a corner.
+
+use glam::{UVec2, Vec2};
+use thiserror::Error;
+
+use crate::cost::{CostField, CostModel, WALL};
+use crate::grid::{Dir8, Grid};
+use crate::integration::{IntegrationBuilder, IntegrationField, UNREACHABLE};
+
+/// Flow byte of a goal cell.
+pub const FLOW_GOAL: u8 = 8;
+/// Flow byte of a walkable cell that cannot reach any goal.
+pub const FLOW_UNREACHABLE: u8 = 9;
+/// Flow byte of a wall.
+pub const FLOW_WALL: u8 = 255;
+
+/// Why a flow field could not be built.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum FlowError {
+    /// The builder has not built an integration field yet (or its last build failed).
+    #[error("the integration builder holds no field: build one before deriving a flow field")]
+    NoIntegration,
+    /// The fields cover grids of different sizes.
+    #[error("flow field is {got_w}x{got_h} but the integration field is {want_w}x{want_h}")]
+    SizeMismatch {
+        got_w: u32,
+        got_h: u32,
+        want_w: u32,
+        want_h: u32,
+    },
+}
+
+/// Why a sample has no direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoDirection {
+    /// The position is in a wall cell.
+    Wall,
+    /// The position is in a walkable cell that cannot reach the goal.
+    Unreachable,
+    /// The position is outside the map (or not a number).
+    OutsideMap,
+}
+
+/// What a unit at a position should do.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FlowSample {
+    /// Move along this unit vector (grid axes: +x east, +y south).
+    Direction(Vec2),
+    /// The position is in a goal cell.
+    Goal,
+    /// There is no way to go.
+    NoDirection(NoDirection),
+}
+
+/// The direction to step from every cell.
+///
+/// Memory: exactly 1 byte per cell (16 KiB for 128 × 128), one flat `Vec<u8>` indexed
+/// `y * width + x`; the byte layout is in the [module documentation](self).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowField {
+    grid: Grid,
+    cells: Vec<u8>,
+}
+
+impl FlowField {
+    /// A field with every cell unreachable (a target for [`IntegrationBuilder::flow_into`]).
+    pub fn new(grid: Grid) -> FlowField {
+        FlowField {
+            grid,
+            cells: vec![FLOW_UNREACHABLE; grid.len()],
+        }
+    }
+
+    /// Derive the flow field of an integration field built on `cost`. Allocates two padded
+    /// scratch copies; [`IntegrationBuilder::flow_into`] avoids them. O(cells).
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::{CostField, CostModel, Dir8, FlowField, Grid, IntegrationBuilder};
+    /// let cost = CostField::new(Grid::new(4, 4).unwrap());
+    /// let integration = IntegrationBuilder::new()
+    ///     .build(&cost, &[UVec2::new(3, 0)], CostModel::TenFourteen).unwrap();
+    /// let flow = FlowField::from_integration(&cost, &integration).unwrap();
+    /// assert_eq!(flow.dir(UVec2::new(0, 3)), Some(Dir8::NE));
+    /// assert!(flow.is_goal(UVec2::new(3, 0)));
+    /// ```
+    pub fn from_integration(
+        cost: &CostField,
+        integration: &IntegrationField,
+    ) -> Result<FlowField, FlowError> {
+        let (w, h) = (cost.width(), cost.height());
+        let ig = integration.grid();
+        if ig.width() != w || ig.height() != h {
+            return Err(FlowError::SizeMismatch {
+                got_w: w,
+                got_h: h,
+                want_w: ig.width(),
+                want_h: ig.height(),
+            });
+        }
+        let pw = w as usize + 2;
+        let plen = pw * (h as usize + 2);
+        let mut pc = vec![WALL; plen];
+        let mut pd = vec![UNREACHABLE; plen];
+        for y in 0..h as usize {
+            let src = y * w as usize;
+            let dst = (y + 1) * pw + 1;
+            pc[dst..dst + w as usize].copy_from_slice(&cost.costs()[src..src + w as usize]);
+            pd[dst..dst + w as usize]
+                .copy_from_slice(&integration.values()[src..src + w as usize]);
+        }
+        let mut out = FlowField::new(*cost.grid());
+        derive(&pc, &pd, pw, integration.model(), &mut out.cells);
+        Ok(out)
+    }
+
+    /// The grid.
+    pub fn grid(&self) -> &Grid {
+        &self.grid
+    }
+    /// Raw bytes indexed `y * width + x` (layout in the module documentation).
+    pub fn bytes(&self) -> &[u8] {
+        &self.cells
+    }
+    /// The raw byte of a cell, or `None` outside the map.
+    pub fn byte(&self, cell: UVec2) -> Option<u8> {
+        self.grid.index(cell).ok().map(|i| self.cells[i])
+    }
+    /// The arrow of a cell: `None` outside the map and on goal, wall and unreachable cells.
+    pub fn dir(&self, cell: UVec2) -> Option<Dir8> {
+        self.byte(cell).and_then(Dir8::from_index)
+    }
+    /// True if the cell is a goal.
+    pub fn is_goal(&self, cell: UVec2) -> bool {
+        self.byte(cell) == Some(FLOW_GOAL)
+    }
+
+    fn classify(&self, cell: Option<UVec2>) -> Result<(UVec2, u8), FlowSample> {
+        let Some(cell) = cell else {
+            return Err(FlowSample::NoDirection(NoDirection::OutsideMap));
+        };
+        let b = self.cells[self.grid.index(cell).expect("cell from world_to_cell")];
+        match b {
+            FLOW_GOAL => Err(FlowSample::Goal),
+            FLOW_WALL => Err(FlowSample::NoDirection(NoDirection::Wall)),
+            FLOW_UNREACHABLE => Err(FlowSample::NoDirection(NoDirection::Unreachable)),
+            _ => Ok((cell, b)),
+        }
+    }
+
+    /// The arrow of the cell under a world position, as a unit vector. O(1).
+    ///
+    /// ```
+    /// use glam::{UVec2, Vec2};
+    /// use horde::{CostField, CostModel, FlowSample, Grid, IntegrationBuilder, NoDirection};
+    /// let cost = CostField::new(Grid::new(4, 1).unwrap());
+    /// let mut b = IntegrationBuilder::new();
+    /// b.build(&cost, &[UVec2::new(3, 0)], CostModel::TenFourteen).unwrap();
+    /// let mut flow = horde::FlowField::new(*cost.grid());
+    /// b.flow_into(&mut flow).unwrap();
+    /// assert_eq!(flow.sample_nearest(Vec2::new(0.5, 0.5)), FlowSample::Direction(Vec2::X));
+    /// assert_eq!(flow.sample_nearest(Vec2::new(3.5, 0.5)), FlowSample::Goal);
+    /// assert_eq!(flow.sample_nearest(Vec2::new(9.0, 0.5)), FlowSample::NoDirection(NoDirection::OutsideMap));
+    /// ```
+    pub fn sample_nearest(&self, pos: Vec2) -> FlowSample {
+        match self.classify(self.grid.world_to_cell(pos)) {
+            Ok((_, b)) => FlowSample::Direction(Dir8::ALL[b as usize].vec2()),
+            Err(s) => s,
+        }
+    }
+
+    /// A smooth direction: the arrows of the four cell centres around the position, blended
+    /// bilinearly. Cells without an arrow add nothing, a goal cell pulls towards its centre, and
+    /// the result falls back to the nearest arrow when the blend cancels out. Walls, unreachable
+    /// cells and the outside give [`FlowSample::NoDirection`] exactly as
+    /// [`sample_nearest`](Self::sample_nearest) does. O(1).
+    ///
+    /// ```
+    /// use glam::{UVec2, Vec2};
+    /// use horde::{CostField, CostModel, FlowSample, Grid, IntegrationBuilder};
+    /// let cost = CostField::new(Grid::new(8, 8).unwrap());
+    /// let mut b = IntegrationBuilder::new();
+    /// b.build(&cost, &[UVec2::new(7, 7)], CostModel::TenFourteen).unwrap();
+    /// let mut flow = horde::FlowField::new(*cost.grid());
+    /// b.flow_into(&mut flow).unwrap();
+    /// let FlowSample::Direction(d) = flow.sample_bilinear(Vec2::new(2.0, 2.0)) else { panic!() };
+    /// assert!((d.length() - 1.0).abs() < 1e-5 && d.x > 0.0 && d.y > 0.0);
+    /// ```
+    pub fn sample_bilinear(&self, pos: Vec2) -> FlowSample {
+        let here = match self.classify(self.grid.world_to_cell(pos)) {
+            Ok((cell, b)) => (cell, b),
+            Err(s) => return s,
+        };
+        let g = self.grid.world_to_grid(pos) - 0.5;
+        let base = g.floor();
+        let f = g - base;
+        let mut sum = Vec2::ZERO;
+        for (ox, oy, wgt) in [
+            (0, 0, (1.0 - f.x) * (1.0 - f.y)),
+            (1, 0, f.x * (1.0 - f.y)),
+            (0, 1, (1.0 - f.x) * f.y),
+            (1, 1, f.x * f.y),
+        ] {
+            let cx = base.x as i64 + ox;
+            let cy = base.y as i64 + oy;
+            if !self.grid.contains(cx, cy) {
+                continue;
+            }
+            let cell = UVec2::new(cx as u32, cy as u32);
+            let b = self.cells[self.grid.index(cell).expect("contained")];
+            let v = match b {
+                0..=7 => Dir8::ALL[b as usize].vec2(),
+                FLOW_GOAL => (self.grid.cell_center(cell) - pos).normalize_or_zero(),
+                _ => Vec2::ZERO,
+            };
+            sum += v * wgt;
+        }
+        match sum.try_normalize() {
+            Some(d) if sum.length_squared() > 1e-6 => FlowSample::Direction(d),
+            _ => FlowSample::Direction(Dir8::ALL[here.1 as usize].vec2()),
+        }
+    }
+}
+
+impl IntegrationBuilder {
+    /// Derive the flow field of the builder's last integration field, reading its padded scratch
+    /// directly (no allocation, no bounds tests). O(cells).
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::{CostField, CostModel, FlowField, Grid, IntegrationBuilder};
+    /// let cost = CostField::new(Grid::new(16, 16).unwrap());
+    /// let mut builder = IntegrationBuilder::new();
+    /// let integration = builder.build(&cost, &[UVec2::new(5, 5)], CostModel::TenFourteen).unwrap();
+    /// let mut flow = FlowField::new(*cost.grid());
+    /// builder.flow_into(&mut flow).unwrap();
+    /// assert_eq!(flow, FlowField::from_integration(&cost, &integration).unwrap());
+    /// ```
+    pub fn flow_into(&self, out: &mut FlowField) -> Result<(), FlowError> {
+        if !self.has_field() {
+            return Err(FlowError::NoIntegration);
+        }
+        if out.grid.width() as usize != self.width || out.grid.height() as usize != self.height {
+            return Err(FlowError::SizeMismatch {
+                got_w: out.grid.width(),
+                got_h: out.grid.height(),
+                want_w: self.width as u32,
+                want_h: self.height as u32,
+            });
+        }
+        derive(
+            &self.costs,
+            &self.dist,
+            self.padded_width,
+            self.model,
+            &mut out.cells,
+        );
+        Ok(())
+    }
+}
+
+/// The flow kernel over padded costs and distances (a wall border one cell wide).
+fn derive(costs: &[u8], dist: &[u32], pw: usize, model: CostModel, out: &mut [u8]) {
+    let w = pw - 2;
+    let base = model.base_costs();
+    let off: [isize; 8] = [
+        -(pw as isize),
+        -(pw as isize) + 1,
+        1,
+        pw as isize + 1,
+        pw as isize,
+        pw as isize - 1,
+        -1,
+        -(pw as isize) - 1,
+    ];
+    for (y, row) in out.chunks_exact_mut(w).enumerate() {
+        let prow = (y + 1) * pw + 1;
+        for (x, slot) in row.iter_mut().enumerate() {
+            let c = prow + x;
+            let t = costs[c];
+            if t == WALL {
+                *slot = FLOW_WALL;
+                continue;
+            }
+            let d = dist[c];
+            if d == UNREACHABLE {
+                *slot = FLOW_UNREACHABLE;
+                continue;
+            }
+            if d == 0 {
+                *slot = FLOW_GOAL;
+                continue;
+            }
+            let walk = |j: usize| costs[j] != WALL;
+            let n = walk(c - pw);
+            let e = walk(c + 1);
+            let s = walk(c + pw);
+            let wst = walk(c - 1);
+            let allowed = [n, n && e, e, s && e, s, s && wst, wst, n && wst];
+            let mut best = u64::MAX;
+            let mut best_dir = FLOW_UNREACHABLE;
+            for dir in 0..8 {
+                if !allowed[dir] {
+                    continue;
+                }
+                let j = (c as isize + off[dir]) as usize;
+                let v = dist[j] as u64 + (base[dir] * t as u32) as u64;
+                if v < best {
+                    best = v;
+                    best_dir = dir as u8;
+                }
+            }
+            *slot = best_dir;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(cost: &CostField, goal: UVec2) -> (IntegrationField, FlowField) {
+        let mut b = IntegrationBuilder::new();
+        let i = b.build(cost, &[goal], CostModel::TenFourteen).unwrap();
+        let mut f = FlowField::new(*cost.grid());
+        b.flow_into(&mut f).unwrap();
+        (i, f)
+    }
+
+    #[test]
+    fn terrain_of_the_cell_left_prices_each_arrow() {
+        let mut cost = CostField::new(Grid::new(4, 1).unwrap());
+        cost.set(UVec2::new(2, 0), 9).unwrap();
+        let (i, f) = fields(&cost, UVec2::new(0, 0));
+        assert_eq!(i.values(), &[0, 10, 100, 110]);
+        assert_eq!(f.bytes(), &[FLOW_GOAL, 6, 6, 6]);
+    }
+
+    #[test]
+    fn value_plus_step_beats_lowest_value() {
+        // From (1,0) with the goal at (0,1): W reaches value 10 for a step of 10 (20), S reaches
+        // value 10 for 10 (20), SW reaches 0 for 14: the diagonal wins on value + step.
+        let cost = CostField::new(Grid::new(3, 2).unwrap());
+        let (_, f) = fields(&cost, UVec2::new(0, 1));
+        assert_eq!(f.dir(UVec2::new(1, 0)), Some(Dir8::SW));
+    }
+
+    #[test]
+    fn walls_unreachable_and_goal_are_marked() {
+        let mut cost = CostField::new(Grid::new(5, 3).unwrap());
+        cost.fill_rect(UVec2::new(2, 0), UVec2::new(2, 2), WALL).unwrap();
+        let (_, f) = fields(&cost, UVec2::new(0, 0));
+        assert_eq!(f.byte(UVec2::new(2, 1)), Some(FLOW_WALL));
+        assert_eq!(f.byte(UVec2::new(4, 1)), Some(FLOW_UNREACHABLE));
+        assert_eq!(f.byte(UVec2::new(0, 0)), Some(FLOW_GOAL));
+        assert_eq!(f.byte(UVec2::new(9, 9)), None);
+        assert_eq!(
+            f.sample_bilinear(Vec2::new(4.5, 1.5)),
+            FlowSample::NoDirection(NoDirection::Unreachable)
+        );
+        assert_eq!(
+            f.sample_bilinear(Vec2::new(2.5, 1.5)),
+            FlowSample::NoDirection(NoDirection::Wall)
+        );
+        assert_eq!(
+            f.sample_bilinear(Vec2::new(f32::NAN, 1.5)),
+            FlowSample::NoDirection(NoDirection::OutsideMap)
+        );
+    }
+
+    #[test]
+    fn no_arrow_cuts_a_corner() {
+        let mut cost = CostField::new(Grid::new(3, 3).unwrap());
+        cost.set(UVec2::new(1, 0), WALL).unwrap();
+        let (_, f) = fields(&cost, UVec2::new(2, 0));
+        // From (0,0) the way is S, then E/SE.., never NE past the wall corner at (1,0).
+        let d = f.dir(UVec2::new(0, 1)).unwrap();
+        assert_ne!(d, Dir8::NE);
+        assert_eq!(f.dir(UVec2::new(0, 0)), Some(Dir8::S));
+    }
+
+    #[test]
+    fn bilinear_blends_neighbouring_arrows() {
+        // Goal in a corner; the four cells around (3, 3) point SE or E (ties on open ground go
+        // to the lower direction number), so the blend lies strictly between E and SE.
+        let cost = CostField::new(Grid::new(10, 10).unwrap());
+        let (_, f) = fields(&cost, UVec2::new(9, 9));
+        let around = [(2, 2), (3, 2), (2, 3), (3, 3)].map(|(x, y)| f.dir(UVec2::new(x, y)).unwrap());
+        assert!(around.contains(&Dir8::E) && around.contains(&Dir8::SE));
+        let FlowSample::Direction(d) = f.sample_bilinear(Vec2::new(3.0, 3.0)) else {
+            panic!("expected a direction")
+        };
+        assert!((d.length() - 1.0).abs() < 1e-5);
+        assert!(d.x > d.y && d.y > 0.1, "{d}");
+        let mut cost = CostField::new(Grid::new(10, 3).unwrap());
+        cost.fill_rect(UVec2::new(0, 2), UVec2::new(9, 2), WALL).unwrap();
+        let (_, f) = fields(&cost, UVec2::new(9, 0));
+        let FlowSample::Direction(d) = f.sample_bilinear(Vec2::new(2.0, 1.0)) else {
+            panic!()
+        };
+        assert!(d.x > 0.9 && d.y < 0.0, "{d}");
+    }
+
+    #[test]
+    fn needs_a_built_integration_field() {
+        let b = IntegrationBuilder::new();
+        let mut f = FlowField::new(Grid::new(2, 2).unwrap());
+        assert_eq!(b.flow_into(&mut f), Err(FlowError::NoIntegration));
+    }
+}

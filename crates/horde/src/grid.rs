@@ -1,0 +1,320 @@
+//! The shape every layer shares: width × height cells in one flat array indexed `y * width + x`,
+//! the eight directions, the corner rule, and the mapping between world positions and cells.
+//!
+//! A [`Grid`] holds no per-cell data (it costs a few bytes in all); the layers built on it
+//! ([`CostField`](crate::CostField), [`IntegrationField`](crate::IntegrationField),
+//! [`FlowField`](crate::FlowField)) each own one flat `Vec` of `width * height` entries.
+
+use glam::{UVec2, Vec2};
+use thiserror::Error;
+
+/// The largest side a grid may have, in cells.
+pub const MAX_SIDE: u32 = 1 << 15;
+/// The largest number of cells a grid may have (1 Gi cells: a 32768 × 32768 map).
+pub const MAX_CELLS: u64 = 1 << 30;
+
+/// Why a grid or a cell was refused.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum GridError {
+    /// Zero width or height.
+    #[error("grid size {width}x{height} is empty: both sides must be at least 1")]
+    Empty { width: u32, height: u32 },
+    /// More cells than [`MAX_CELLS`] or a side above [`MAX_SIDE`].
+    #[error("grid size {width}x{height} is too large (at most {MAX_SIDE} per side and {MAX_CELLS} cells)")]
+    TooLarge { width: u32, height: u32 },
+    /// The cell size or origin is not a finite positive number.
+    #[error("cell size {0} is not a finite positive number")]
+    BadCellSize(f32),
+    /// The origin is not finite.
+    #[error("origin {0} is not finite")]
+    BadOrigin(Vec2),
+    /// A cell outside the grid.
+    #[error("cell ({x}, {y}) is outside the {width}x{height} grid")]
+    OutOfBounds { x: u32, y: u32, width: u32, height: u32 },
+}
+
+/// One of the eight directions a unit can step, numbered clockwise from north.
+///
+/// North is `y − 1` (rows grow downwards, as in image and Moving AI map files).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Dir8 {
+    N = 0,
+    NE = 1,
+    E = 2,
+    SE = 3,
+    S = 4,
+    SW = 5,
+    W = 6,
+    NW = 7,
+}
+
+impl Dir8 {
+    /// All eight directions in their numeric order.
+    pub const ALL: [Dir8; 8] = [
+        Dir8::N,
+        Dir8::NE,
+        Dir8::E,
+        Dir8::SE,
+        Dir8::S,
+        Dir8::SW,
+        Dir8::W,
+        Dir8::NW,
+    ];
+    /// Column offset of each direction, indexed by its number.
+    pub const DX: [i32; 8] = [0, 1, 1, 1, 0, -1, -1, -1];
+    /// Row offset of each direction, indexed by its number.
+    pub const DY: [i32; 8] = [-1, -1, 0, 1, 1, 1, 0, -1];
+
+    /// The direction with this number (`0..8`), or `None`.
+    ///
+    /// ```
+    /// use horde::Dir8;
+    /// assert_eq!(Dir8::from_index(2), Some(Dir8::E));
+    /// assert_eq!(Dir8::from_index(8), None);
+    /// ```
+    pub const fn from_index(i: u8) -> Option<Dir8> {
+        if i < 8 { Some(Dir8::ALL[i as usize]) } else { None }
+    }
+
+    /// The direction's number, `0..8`.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// `(dx, dy)` of one step.
+    pub const fn offset(self) -> (i32, i32) {
+        (Self::DX[self as usize], Self::DY[self as usize])
+    }
+
+    /// True for NE, SE, SW and NW.
+    pub const fn is_diagonal(self) -> bool {
+        (self as u8) & 1 == 1
+    }
+
+    /// The direction pointing back.
+    ///
+    /// ```
+    /// use horde::Dir8;
+    /// assert_eq!(Dir8::NE.opposite(), Dir8::SW);
+    /// ```
+    pub const fn opposite(self) -> Dir8 {
+        Dir8::ALL[((self as u8 + 4) & 7) as usize]
+    }
+
+    /// Unit vector of the direction in grid space (+x east, +y south).
+    pub fn vec2(self) -> Vec2 {
+        let (dx, dy) = self.offset();
+        Vec2::new(dx as f32, dy as f32).normalize()
+    }
+
+    /// For a diagonal, the two straight directions whose cells it passes between.
+    pub const fn corner_sides(self) -> Option<(Dir8, Dir8)> {
+        match self {
+            Dir8::NE => Some((Dir8::N, Dir8::E)),
+            Dir8::SE => Some((Dir8::S, Dir8::E)),
+            Dir8::SW => Some((Dir8::S, Dir8::W)),
+            Dir8::NW => Some((Dir8::N, Dir8::W)),
+            _ => None,
+        }
+    }
+}
+
+/// Width × height cells placed in the world: cell `(x, y)` covers
+/// `origin + [x, x + 1) × cell_size` by `origin + [y, y + 1) × cell_size`.
+///
+/// Memory: a few bytes, nothing per cell.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Grid {
+    width: u32,
+    height: u32,
+    origin: Vec2,
+    cell_size: f32,
+}
+
+// `Grid` holds f32s, so `Eq` is asserted by hand: `with_world` keeps NaN out of a grid.
+impl Eq for Grid {}
+
+impl Grid {
+    /// A grid of `width × height` unit cells with its origin at `(0, 0)`.
+    ///
+    /// ```
+    /// let grid = horde::Grid::new(128, 64).unwrap();
+    /// assert_eq!(grid.len(), 128 * 64);
+    /// assert!(horde::Grid::new(0, 5).is_err());
+    /// ```
+    pub fn new(width: u32, height: u32) -> Result<Grid, GridError> {
+        if width == 0 || height == 0 {
+            return Err(GridError::Empty { width, height });
+        }
+        if width > MAX_SIDE || height > MAX_SIDE || (width as u64) * (height as u64) > MAX_CELLS {
+            return Err(GridError::TooLarge { width, height });
+        }
+        Ok(Grid {
+            width,
+            height,
+            origin: Vec2::ZERO,
+            cell_size: 1.0,
+        })
+    }
+
+    /// The same grid placed at `origin` with square cells of side `cell_size` (world units).
+    ///
+    /// ```
+    /// use glam::Vec2;
+    /// let grid = horde::Grid::new(10, 10).unwrap().with_world(Vec2::new(-5.0, -5.0), 0.5).unwrap();
+    /// assert_eq!(grid.world_to_cell(Vec2::new(-4.9, -4.9)), Some(glam::UVec2::new(0, 0)));
+    /// ```
+    pub fn with_world(mut self, origin: Vec2, cell_size: f32) -> Result<Grid, GridError> {
+        if !(cell_size.is_finite() && cell_size > 0.0) {
+            return Err(GridError::BadCellSize(cell_size));
+        }
+        if !origin.is_finite() {
+            return Err(GridError::BadOrigin(origin));
+        }
+        self.origin = origin;
+        self.cell_size = cell_size;
+        Ok(self)
+    }
+
+    /// Columns.
+    pub const fn width(&self) -> u32 {
+        self.width
+    }
+    /// Rows.
+    pub const fn height(&self) -> u32 {
+        self.height
+    }
+    /// Number of cells, `width * height`.
+    #[allow(clippy::len_without_is_empty)]
+    pub const fn len(&self) -> usize {
+        self.width as usize * self.height as usize
+    }
+    /// World position of the corner of cell `(0, 0)`.
+    pub const fn origin(&self) -> Vec2 {
+        self.origin
+    }
+    /// Side of a cell in world units.
+    pub const fn cell_size(&self) -> f32 {
+        self.cell_size
+    }
+
+    /// True if `(x, y)` lies on the grid.
+    pub const fn contains(&self, x: i64, y: i64) -> bool {
+        x >= 0 && y >= 0 && x < self.width as i64 && y < self.height as i64
+    }
+
+    /// Flat index `y * width + x` of a cell, or an error if it is outside the grid.
+    pub fn index(&self, cell: UVec2) -> Result<usize, GridError> {
+        if cell.x < self.width && cell.y < self.height {
+            Ok(cell.y as usize * self.width as usize + cell.x as usize)
+        } else {
+            Err(GridError::OutOfBounds {
+                x: cell.x,
+                y: cell.y,
+                width: self.width,
+                height: self.height,
+            })
+        }
+    }
+
+    /// The cell of a flat index (which must be below [`Grid::len`]).
+    pub fn cell(&self, index: usize) -> UVec2 {
+        let w = self.width as usize;
+        UVec2::new((index % w) as u32, (index / w) as u32)
+    }
+
+    /// The neighbour of `cell` in direction `dir`, if it is on the grid.
+    pub fn neighbour(&self, cell: UVec2, dir: Dir8) -> Option<UVec2> {
+        let (dx, dy) = dir.offset();
+        let x = cell.x as i64 + dx as i64;
+        let y = cell.y as i64 + dy as i64;
+        self.contains(x, y).then(|| UVec2::new(x as u32, y as u32))
+    }
+
+    /// The cell containing a world position, or `None` outside the grid (or for NaN).
+    ///
+    /// ```
+    /// use glam::{UVec2, Vec2};
+    /// let grid = horde::Grid::new(4, 4).unwrap();
+    /// assert_eq!(grid.world_to_cell(Vec2::new(3.5, 0.2)), Some(UVec2::new(3, 0)));
+    /// assert_eq!(grid.world_to_cell(Vec2::new(4.0, 0.0)), None);
+    /// assert_eq!(grid.world_to_cell(Vec2::new(-0.1, 0.0)), None);
+    /// ```
+    pub fn world_to_cell(&self, pos: Vec2) -> Option<UVec2> {
+        let p = (pos - self.origin) / self.cell_size;
+        // `>= 0.0` is false for NaN, so NaN positions fall out here.
+        if p.x >= 0.0 && p.y >= 0.0 && p.x < self.width as f32 && p.y < self.height as f32 {
+            let x = (p.x as u32).min(self.width - 1);
+            let y = (p.y as u32).min(self.height - 1);
+            Some(UVec2::new(x, y))
+        } else {
+            None
+        }
+    }
+
+    /// Position in grid units (cell `(x, y)` spans `[x, x + 1) × [y, y + 1)`), unclamped.
+    pub fn world_to_grid(&self, pos: Vec2) -> Vec2 {
+        (pos - self.origin) / self.cell_size
+    }
+
+    /// World position of a cell's centre.
+    pub fn cell_center(&self, cell: UVec2) -> Vec2 {
+        self.origin + (cell.as_vec2() + 0.5) * self.cell_size
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directions_are_numbered_clockwise_from_north() {
+        assert_eq!(Dir8::N.offset(), (0, -1));
+        assert_eq!(Dir8::E.offset(), (1, 0));
+        assert_eq!(Dir8::S.offset(), (0, 1));
+        assert_eq!(Dir8::W.offset(), (-1, 0));
+        assert_eq!(Dir8::SE.offset(), (1, 1));
+        for d in Dir8::ALL {
+            assert_eq!(d.opposite().opposite(), d);
+            let (dx, dy) = d.offset();
+            let (ox, oy) = d.opposite().offset();
+            assert_eq!((dx + ox, dy + oy), (0, 0));
+            assert_eq!(d.is_diagonal(), dx != 0 && dy != 0);
+            if let Some((a, b)) = d.corner_sides() {
+                assert_eq!((a.offset().0 + b.offset().0, a.offset().1 + b.offset().1), (dx, dy));
+            }
+        }
+    }
+
+    #[test]
+    fn sizes_are_checked() {
+        assert!(matches!(Grid::new(0, 1), Err(GridError::Empty { .. })));
+        assert!(matches!(Grid::new(MAX_SIDE + 1, 1), Err(GridError::TooLarge { .. })));
+        assert!(Grid::new(8192, 8192).is_ok());
+        assert!(Grid::new(1, 1).unwrap().with_world(Vec2::ZERO, 0.0).is_err());
+        assert!(Grid::new(1, 1).unwrap().with_world(Vec2::NAN, 1.0).is_err());
+    }
+
+    #[test]
+    fn world_and_cells_round_trip() {
+        let g = Grid::new(7, 5)
+            .unwrap()
+            .with_world(Vec2::new(10.0, -3.0), 2.0)
+            .unwrap();
+        for y in 0..5 {
+            for x in 0..7 {
+                let c = UVec2::new(x, y);
+                assert_eq!(g.world_to_cell(g.cell_center(c)), Some(c));
+                let i = g.index(c).unwrap();
+                assert_eq!(i, (y * 7 + x) as usize);
+                assert_eq!(g.cell(i), c);
+            }
+        }
+        assert_eq!(g.world_to_cell(Vec2::new(9.9, 0.0)), None);
+        assert_eq!(g.world_to_cell(Vec2::new(f32::NAN, 0.0)), None);
+        assert!(g.index(UVec2::new(7, 0)).is_err());
+        assert_eq!(g.neighbour(UVec2::new(0, 0), Dir8::W), None);
+        assert_eq!(g.neighbour(UVec2::new(0, 0), Dir8::SE), Some(UVec2::new(1, 1)));
+    }
+}

@@ -1,0 +1,483 @@
+//! The second layer: the cost from every cell to the nearest goal, filled by one Dijkstra wave
+//! that starts at the goals.
+//!
+//! The wave is a bucket queue (Dial's algorithm with buckets as wide as the largest power of
+//! two not above the cheapest step). Every entry of one bucket is final when the bucket is
+//! reached, because no step from it can land in the same bucket, so a bucket is drained in any
+//! order and each cell is expanded exactly once. The work is O(cells + largest value / bucket
+//! width), with no heap and no comparisons between queue entries.
+//!
+//! All scratch memory lives in an [`IntegrationBuilder`] that is reused from build to build: after
+//! the first build of a map size, building another field allocates nothing.
+
+use glam::UVec2;
+use thiserror::Error;
+
+use crate::cost::{CostField, CostModel, WALL};
+use crate::grid::{Grid, GridError};
+
+/// Integration value of a wall or of a walkable cell from which no goal can be reached.
+pub const UNREACHABLE: u32 = u32::MAX;
+
+/// Why a field could not be built. Nothing is written to the output on error.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum IntegrationError {
+    /// The goal list is empty.
+    #[error("no goal given: a field needs at least one goal cell")]
+    NoGoals,
+    /// A goal outside the map.
+    #[error("goal: {0}")]
+    GoalOutside(GridError),
+    /// A goal on a wall.
+    #[error("goal ({x}, {y}) is on a wall")]
+    GoalOnWall { x: u32, y: u32 },
+    /// Values would exceed the 32-bit range (a huge map of very costly terrain).
+    #[error(
+        "cost-to-goal exceeds the 32-bit range ({limit} raw units) at cell ({x}, {y}): \
+         lower the terrain costs or split the map"
+    )]
+    Overflow { x: u32, y: u32, limit: u32 },
+    /// The output field was made for a grid of another size.
+    #[error("output field is {got_w}x{got_h} but the cost field is {want_w}x{want_h}")]
+    SizeMismatch {
+        got_w: u32,
+        got_h: u32,
+        want_w: u32,
+        want_h: u32,
+    },
+}
+
+/// Cost-to-goal of every cell, in raw units of its [`CostModel`].
+///
+/// Memory: 4 bytes per cell (64 KiB for 128 × 128), one flat `Vec<u32>` indexed `y * width + x`.
+/// Walls and cells that cannot reach a goal hold [`UNREACHABLE`]; goal cells hold 0.
+/// Raw values fit 32 bits for any path of raw cost below 2³² − 1 (10-14 model: 306 million
+/// straight steps on plain ground; octile: about 309,000 cost units); a build that would go
+/// beyond reports [`IntegrationError::Overflow`] instead of wrapping.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntegrationField {
+    grid: Grid,
+    model: CostModel,
+    values: Vec<u32>,
+}
+
+impl IntegrationField {
+    /// A field of the grid's size with every cell unreachable (a target for
+    /// [`IntegrationBuilder::build_into`]).
+    pub fn new(grid: Grid, model: CostModel) -> IntegrationField {
+        IntegrationField {
+            grid,
+            model,
+            values: vec![UNREACHABLE; grid.len()],
+        }
+    }
+    /// The grid.
+    pub fn grid(&self) -> &Grid {
+        &self.grid
+    }
+    /// The cost model the values are in.
+    pub fn model(&self) -> CostModel {
+        self.model
+    }
+    /// Raw values indexed `y * width + x`.
+    pub fn values(&self) -> &[u32] {
+        &self.values
+    }
+    /// Raw cost-to-goal of a cell; `None` outside the map, on walls and on unreachable cells.
+    pub fn get(&self, cell: UVec2) -> Option<u32> {
+        let i = self.grid.index(cell).ok()?;
+        let v = self.values[i];
+        (v != UNREACHABLE).then_some(v)
+    }
+    /// Cost-to-goal in cost units (10-14: the integer; octile: raw / 13860).
+    pub fn cost(&self, cell: UVec2) -> Option<f64> {
+        self.get(cell).map(|v| self.model.to_cost(v))
+    }
+}
+
+/// What one wave did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WaveStats {
+    /// Cells expanded (each reachable walkable cell exactly once).
+    pub settled: usize,
+}
+
+/// Reusable scratch memory for building integration (and then flow) fields.
+///
+/// Memory: 5 bytes per cell of the padded grid `(width + 2) × (height + 2)` (a copy of the costs
+/// with a wall border, so the wave needs no bounds tests, and the working distances), plus the
+/// bucket queue, whose entries are 4 bytes and never exceed the number of cells pending at once.
+#[derive(Debug, Default, Clone)]
+pub struct IntegrationBuilder {
+    pub(crate) padded_width: usize,
+    pub(crate) width: usize,
+    pub(crate) height: usize,
+    pub(crate) costs: Vec<u8>,
+    pub(crate) dist: Vec<u32>,
+    pub(crate) model: CostModel,
+    buckets: Vec<Vec<u32>>,
+    spare: Vec<u32>,
+    built: bool,
+}
+
+impl IntegrationBuilder {
+    /// An empty builder; its buffers grow on the first build.
+    pub fn new() -> IntegrationBuilder {
+        IntegrationBuilder::default()
+    }
+
+    /// Build a fresh field: cost-to-nearest-goal from every cell. O(cells).
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::{CostField, CostModel, Grid, IntegrationBuilder};
+    /// let cost = CostField::new(Grid::new(5, 5).unwrap());
+    /// let mut builder = IntegrationBuilder::new();
+    /// let field = builder.build(&cost, &[UVec2::new(0, 0)], CostModel::TenFourteen).unwrap();
+    /// assert_eq!(field.get(UVec2::new(2, 1)), Some(24)); // one diagonal and one straight step
+    /// assert_eq!(field.get(UVec2::new(4, 4)), Some(56));
+    /// ```
+    pub fn build(
+        &mut self,
+        cost: &CostField,
+        goals: &[UVec2],
+        model: CostModel,
+    ) -> Result<IntegrationField, IntegrationError> {
+        let mut out = IntegrationField::new(*cost.grid(), model);
+        self.build_into(cost, goals, model, &mut out)?;
+        Ok(out)
+    }
+
+    /// Build into an existing field of the same size; allocates nothing once the builder has
+    /// built a field of this size before. O(cells).
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::{CostField, CostModel, Grid, IntegrationBuilder, IntegrationField};
+    /// let cost = CostField::new(Grid::new(64, 64).unwrap());
+    /// let mut builder = IntegrationBuilder::new();
+    /// let mut field = IntegrationField::new(*cost.grid(), CostModel::Octile);
+    /// for x in 0..4 {
+    ///     let stats = builder.build_into(&cost, &[UVec2::new(x, 0)], CostModel::Octile, &mut field).unwrap();
+    ///     assert_eq!(stats.settled, 64 * 64);
+    /// }
+    /// ```
+    pub fn build_into(
+        &mut self,
+        cost: &CostField,
+        goals: &[UVec2],
+        model: CostModel,
+        out: &mut IntegrationField,
+    ) -> Result<WaveStats, IntegrationError> {
+        let grid = *cost.grid();
+        if out.grid.width() != grid.width() || out.grid.height() != grid.height() {
+            return Err(IntegrationError::SizeMismatch {
+                got_w: out.grid.width(),
+                got_h: out.grid.height(),
+                want_w: grid.width(),
+                want_h: grid.height(),
+            });
+        }
+        if goals.is_empty() {
+            return Err(IntegrationError::NoGoals);
+        }
+        for &g in goals {
+            let i = grid.index(g).map_err(IntegrationError::GoalOutside)?;
+            if cost.costs()[i] == WALL {
+                return Err(IntegrationError::GoalOnWall { x: g.x, y: g.y });
+            }
+        }
+        self.built = false;
+        self.prepare(cost, model);
+        let pw = self.padded_width;
+        let seeds = goals
+            .iter()
+            .map(|g| (g.y as usize + 1) * pw + g.x as usize + 1);
+        let settled = self.wave(seeds, cost.max_walkable_cost())?;
+        for y in 0..self.height {
+            let src = (y + 1) * pw + 1;
+            out.values[y * self.width..(y + 1) * self.width]
+                .copy_from_slice(&self.dist[src..src + self.width]);
+        }
+        out.model = model;
+        out.grid = grid;
+        self.built = true;
+        Ok(WaveStats { settled })
+    }
+
+    /// True once a build has succeeded, so [`FlowField`](crate::FlowField)s can be derived
+    /// from the builder's state.
+    pub fn has_field(&self) -> bool {
+        self.built
+    }
+
+    fn prepare(&mut self, cost: &CostField, model: CostModel) {
+        let w = cost.width() as usize;
+        let h = cost.height() as usize;
+        let pw = w + 2;
+        let plen = pw * (h + 2);
+        self.width = w;
+        self.height = h;
+        self.padded_width = pw;
+        self.model = model;
+        self.costs.clear();
+        self.costs.resize(plen, WALL);
+        for (y, row) in cost.costs().chunks_exact(w).enumerate() {
+            let dst = (y + 1) * pw + 1;
+            self.costs[dst..dst + w].copy_from_slice(row);
+        }
+        self.dist.clear();
+        self.dist.resize(plen, UNREACHABLE);
+    }
+
+    /// Dial's wave from the seeds. Returns the number of cells expanded.
+    fn wave(
+        &mut self,
+        seeds: impl Iterator<Item = usize>,
+        max_terrain: u8,
+    ) -> Result<usize, IntegrationError> {
+        let pw = self.padded_width;
+        let base = self.model.base_costs();
+        // Buckets no wider than the cheapest step: nothing expanded from a bucket lands in it.
+        let shift = 31 - self.model.straight().leading_zeros();
+        let max_step = self.model.diagonal() * max_terrain as u32;
+        let nb = ((max_step >> shift) as usize + 2).next_power_of_two();
+        let mask = nb - 1;
+        if self.buckets.len() < nb {
+            self.buckets.resize_with(nb, Vec::new);
+        }
+        for b in &mut self.buckets {
+            b.clear();
+        }
+        let limit = UNREACHABLE - 1 - max_step;
+
+        let costs = &self.costs;
+        let dist = &mut self.dist;
+        let buckets = &mut self.buckets;
+        let mut pending = 0usize;
+        for s in seeds {
+            if dist[s] != 0 {
+                dist[s] = 0;
+                buckets[0].push(s as u32);
+                pending += 1;
+            }
+        }
+        let off: [isize; 8] = [
+            -(pw as isize),
+            -(pw as isize) + 1,
+            1,
+            pw as isize + 1,
+            pw as isize,
+            pw as isize - 1,
+            -1,
+            -(pw as isize) - 1,
+        ];
+        let mut settled = 0usize;
+        let mut spare = std::mem::take(&mut self.spare);
+        let mut k: u32 = 0;
+        while pending > 0 {
+            let slot = k as usize & mask;
+            if buckets[slot].is_empty() {
+                k += 1;
+                continue;
+            }
+            std::mem::swap(&mut buckets[slot], &mut spare);
+            pending -= spare.len();
+            for &c in &spare {
+                let c = c as usize;
+                let d = dist[c];
+                if d >> shift != k {
+                    // Improved into an earlier bucket after this entry was queued.
+                    continue;
+                }
+                if d > limit {
+                    let (pw, c) = (pw, c);
+                    return Err(IntegrationError::Overflow {
+                        x: (c % pw - 1) as u32,
+                        y: (c / pw - 1) as u32,
+                        limit: UNREACHABLE - 1,
+                    });
+                }
+                settled += 1;
+                let walk = |j: usize| costs[j] != WALL;
+                let n = walk(c - pw);
+                let e = walk(c + 1);
+                let s = walk(c + pw);
+                let w = walk(c - 1);
+                let mut relax = |dir: usize| {
+                    let j = (c as isize + off[dir]) as usize;
+                    let t = costs[j];
+                    if t == WALL {
+                        return;
+                    }
+                    // The unit steps from j into c, so j's terrain prices the step.
+                    let nd = d + base[dir] * t as u32;
+                    let old = dist[j];
+                    if nd < old {
+                        dist[j] = nd;
+                        // A cell already queued in the same bucket is expanded there at its
+                        // final value; queueing it again would expand it twice.
+                        if old >> shift != nd >> shift {
+                            buckets[(nd >> shift) as usize & mask].push(j as u32);
+                            pending += 1;
+                        }
+                    }
+                };
+                if n {
+                    relax(0);
+                }
+                if e {
+                    relax(2);
+                }
+                if s {
+                    relax(4);
+                }
+                if w {
+                    relax(6);
+                }
+                if n && e {
+                    relax(1);
+                }
+                if s && e {
+                    relax(3);
+                }
+                if s && w {
+                    relax(5);
+                }
+                if n && w {
+                    relax(7);
+                }
+            }
+            spare.clear();
+            k += 1;
+        }
+        self.spare = spare;
+        Ok(settled)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::WALL;
+
+    fn open(w: u32, h: u32) -> CostField {
+        CostField::new(Grid::new(w, h).unwrap())
+    }
+
+    #[test]
+    fn open_ground_gives_octile_distances() {
+        let cost = open(9, 7);
+        let mut b = IntegrationBuilder::new();
+        let f = b
+            .build(&cost, &[UVec2::new(4, 3)], CostModel::TenFourteen)
+            .unwrap();
+        for y in 0..7u32 {
+            for x in 0..9u32 {
+                let dx = x.abs_diff(4);
+                let dy = y.abs_diff(3);
+                let want = 10 * dx.max(dy) + 4 * dx.min(dy);
+                assert_eq!(f.get(UVec2::new(x, y)), Some(want), "({x},{y})");
+            }
+        }
+    }
+
+    #[test]
+    fn terrain_of_the_cell_left_prices_the_step() {
+        // 3x1 corridor: goal at x=0, swamp (cost 5) in the middle.
+        let mut cost = open(3, 1);
+        cost.set(UVec2::new(1, 0), 5).unwrap();
+        let f = IntegrationBuilder::new()
+            .build(&cost, &[UVec2::new(0, 0)], CostModel::TenFourteen)
+            .unwrap();
+        assert_eq!(f.values(), &[0, 50, 60]);
+    }
+
+    #[test]
+    fn walls_and_sealed_rooms_are_unreachable() {
+        let mut cost = open(5, 5);
+        cost.fill_rect(UVec2::new(0, 2), UVec2::new(4, 2), WALL).unwrap();
+        let f = IntegrationBuilder::new()
+            .build(&cost, &[UVec2::new(0, 0)], CostModel::TenFourteen)
+            .unwrap();
+        assert_eq!(f.get(UVec2::new(0, 2)), None);
+        assert_eq!(f.get(UVec2::new(3, 4)), None);
+        assert_eq!(f.get(UVec2::new(4, 1)), Some(44));
+    }
+
+    #[test]
+    fn diagonal_may_not_cut_a_wall_corner() {
+        let mut cost = open(2, 2);
+        cost.set(UVec2::new(1, 0), WALL).unwrap();
+        let f = IntegrationBuilder::new()
+            .build(&cost, &[UVec2::new(0, 0)], CostModel::TenFourteen)
+            .unwrap();
+        assert_eq!(f.get(UVec2::new(1, 1)), Some(20), "must go round, not cut the corner");
+    }
+
+    #[test]
+    fn nearest_of_several_goals_wins() {
+        let cost = open(11, 1);
+        let f = IntegrationBuilder::new()
+            .build(
+                &cost,
+                &[UVec2::new(0, 0), UVec2::new(10, 0), UVec2::new(10, 0)],
+                CostModel::TenFourteen,
+            )
+            .unwrap();
+        assert_eq!(f.values(), &[0, 10, 20, 30, 40, 50, 40, 30, 20, 10, 0]);
+    }
+
+    #[test]
+    fn bad_goals_are_errors() {
+        let mut cost = open(3, 3);
+        cost.set(UVec2::new(1, 1), WALL).unwrap();
+        let mut b = IntegrationBuilder::new();
+        let m = CostModel::TenFourteen;
+        assert_eq!(b.build(&cost, &[], m), Err(IntegrationError::NoGoals));
+        assert!(matches!(
+            b.build(&cost, &[UVec2::new(3, 0)], m),
+            Err(IntegrationError::GoalOutside(_))
+        ));
+        assert_eq!(
+            b.build(&cost, &[UVec2::new(1, 1)], m),
+            Err(IntegrationError::GoalOnWall { x: 1, y: 1 })
+        );
+        let mut small = IntegrationField::new(Grid::new(2, 2).unwrap(), m);
+        assert!(matches!(
+            b.build_into(&cost, &[UVec2::new(0, 0)], m, &mut small),
+            Err(IntegrationError::SizeMismatch { .. })
+        ));
+    }
+
+    #[test]
+    fn overflow_is_reported_not_wrapped() {
+        // A 1-wide serpentine is not needed: a long straight corridor of cost-254 swamp in the
+        // octile model passes 2^32 raw units after about 1220 cells.
+        let mut cost = open(2000, 1);
+        cost.fill_rect(UVec2::new(0, 0), UVec2::new(1999, 0), 254).unwrap();
+        let r = IntegrationBuilder::new().build(&cost, &[UVec2::new(0, 0)], CostModel::Octile);
+        assert!(matches!(r, Err(IntegrationError::Overflow { .. })), "{r:?}");
+        // The 10-14 model has room for it.
+        let f = IntegrationBuilder::new()
+            .build(&cost, &[UVec2::new(0, 0)], CostModel::TenFourteen)
+            .unwrap();
+        assert_eq!(f.get(UVec2::new(1999, 0)), Some(1999 * 2540));
+    }
+
+    #[test]
+    fn a_reused_builder_gives_the_same_field_as_a_fresh_one() {
+        let mut cost = open(30, 20);
+        cost.fill_rect(UVec2::new(5, 0), UVec2::new(6, 15), WALL).unwrap();
+        cost.fill_rect(UVec2::new(10, 5), UVec2::new(20, 19), 7).unwrap();
+        let mut reused = IntegrationBuilder::new();
+        let mut out = IntegrationField::new(*cost.grid(), CostModel::Octile);
+        for goal in [UVec2::new(0, 0), UVec2::new(29, 19), UVec2::new(12, 8)] {
+            for model in [CostModel::TenFourteen, CostModel::Octile] {
+                reused.build_into(&cost, &[goal], model, &mut out).unwrap();
+                let fresh = IntegrationBuilder::new().build(&cost, &[goal], model).unwrap();
+                assert_eq!(out, fresh);
+            }
+        }
+    }
+}

@@ -1,0 +1,497 @@
+//! Reading and writing maps: the Moving AI `.map` format (with digits `1`–`9` as terrain costs)
+//! and its `.scen` query files.
+//!
+//! `.map`: header lines `type octile`, `height H`, `width W`, `map`, then H rows of W characters.
+//! `.`, `G` and `S` are walkable at cost 1; `@`, `O`, `T` and `W` are walls; `1`–`9` are walkable
+//! at that cost (horde's extension). Rows may end in `\n` or `\r\n`.
+//!
+//! The parsers never panic on any input (they are fuzzed) and never allocate more than the
+//! header promises after checking it against the grid limits and the input's own length.
+
+use std::path::Path;
+
+use thiserror::Error;
+
+use crate::cost::{CostField, PLAIN, WALL};
+use crate::grid::{Grid, MAX_CELLS, MAX_SIDE};
+
+/// What is wrong with a map or scenario file. `line` is 1-based; `file` is the name given to
+/// the parser (a path, or something like `<built-in>`).
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum MapError {
+    /// The file could not be read.
+    #[error("{file}: cannot read: {reason}")]
+    Io { file: String, reason: String },
+    /// A line that is not valid UTF-8 text.
+    #[error("{file}:{line}: not text (invalid UTF-8)")]
+    NotText { file: String, line: usize },
+    /// A header line that is missing, repeated or malformed.
+    #[error("{file}:{line}: bad header: {reason}")]
+    Header {
+        file: String,
+        line: usize,
+        reason: String,
+    },
+    /// Dimensions the grid cannot hold or the file cannot contain.
+    #[error("{file}:{line}: map size {width}x{height} is not allowed: {reason}")]
+    Size {
+        file: String,
+        line: usize,
+        width: u64,
+        height: u64,
+        reason: String,
+    },
+    /// The file ends before all rows are read.
+    #[error("{file}: truncated: expected {expected} map rows, found {found}")]
+    Truncated {
+        file: String,
+        expected: u32,
+        found: u32,
+    },
+    /// A row of the wrong length.
+    #[error("{file}:{line}: row {row} has {got} cells, expected {expected}")]
+    RowLength {
+        file: String,
+        line: usize,
+        row: u32,
+        got: usize,
+        expected: u32,
+    },
+    /// A character that is not a known terrain.
+    #[error("{file}:{line}: unknown terrain character {ch:?} at cell ({x}, {y})")]
+    UnknownTerrain {
+        file: String,
+        line: usize,
+        x: u32,
+        y: u32,
+        ch: char,
+    },
+    /// Non-blank text after the last row.
+    #[error("{file}:{line}: text after the last of {height} map rows")]
+    TrailingText {
+        file: String,
+        line: usize,
+        height: u32,
+    },
+    /// A scenario line with the wrong fields.
+    #[error("{file}:{line}: bad scenario line: {reason}")]
+    Scenario {
+        file: String,
+        line: usize,
+        reason: String,
+    },
+    /// A cost that the `.map` format cannot express (only 1–9 and walls can be written).
+    #[error("cell ({x}, {y}) has cost {cost}, which a .map file cannot hold (1-9 or 255 only)")]
+    Unwritable { x: u32, y: u32, cost: u8 },
+}
+
+fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
+    bytes
+        .split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .enumerate()
+        .map(|(i, l)| (i + 1, l))
+}
+
+fn text<'a>(file: &str, line: usize, bytes: &'a [u8]) -> Result<&'a str, MapError> {
+    std::str::from_utf8(bytes).map_err(|_| MapError::NotText {
+        file: file.to_owned(),
+        line,
+    })
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, MapError> {
+    std::fs::read(path).map_err(|e| MapError::Io {
+        file: path.display().to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// Terrain cost of a map character, or `None` for an unknown one.
+pub fn terrain_cost(ch: u8) -> Option<u8> {
+    match ch {
+        b'.' | b'G' | b'S' => Some(PLAIN),
+        b'@' | b'O' | b'T' | b'W' => Some(WALL),
+        b'1'..=b'9' => Some(ch - b'0'),
+        _ => None,
+    }
+}
+
+/// Parse a `.map` file's bytes; `file` names it in errors. O(bytes).
+///
+/// ```
+/// let text = b"type octile\nheight 2\nwidth 3\nmap\n.@.\n.3.\n";
+/// let cost = horde::io::parse_map(text, "tiny.map").unwrap();
+/// assert_eq!(cost.costs(), &[1, 255, 1, 1, 3, 1]);
+/// let err = horde::io::parse_map(b"type octile\nheight 2\nwidth 3\nmap\n.@.\n", "cut.map").unwrap_err();
+/// assert_eq!(err.to_string(), "cut.map: truncated: expected 2 map rows, found 1");
+/// ```
+pub fn parse_map(bytes: &[u8], file: &str) -> Result<CostField, MapError> {
+    let header = |line: usize, reason: String| MapError::Header {
+        file: file.to_owned(),
+        line,
+        reason,
+    };
+    let mut it = lines(bytes);
+    let (mut width, mut height, mut kind) = (None, None, None);
+    let mut map_line = 0;
+    for (line, raw) in it.by_ref() {
+        let l = text(file, line, raw)?.trim();
+        if l.is_empty() {
+            continue;
+        }
+        let mut parts = l.split_whitespace();
+        let key = parts.next().unwrap_or("");
+        let value = parts.next();
+        if parts.next().is_some() {
+            return Err(header(line, format!("'{l}' has more than two words")));
+        }
+        let number = |v: Option<&str>| -> Result<u64, MapError> {
+            let v = v.ok_or_else(|| header(line, format!("'{key}' needs a number")))?;
+            v.parse::<u64>()
+                .map_err(|_| header(line, format!("'{v}' is not a whole number")))
+        };
+        let slot = match key {
+            "type" => {
+                let v = value.ok_or_else(|| header(line, "'type' needs a value".into()))?;
+                if kind.replace(v.to_owned()).is_some() {
+                    return Err(header(line, "'type' given twice".into()));
+                }
+                continue;
+            }
+            "height" => &mut height,
+            "width" => &mut width,
+            "map" if value.is_none() => {
+                map_line = line;
+                break;
+            }
+            _ => {
+                return Err(header(
+                    line,
+                    format!("expected 'type', 'height', 'width' or 'map', found '{l}'"),
+                ));
+            }
+        };
+        if slot.replace((number(value)?, line)).is_some() {
+            return Err(header(line, format!("'{key}' given twice")));
+        }
+    }
+    if map_line == 0 {
+        let last = bytes.split(|&b| b == b'\n').count();
+        return Err(header(last, "file ends before the 'map' line".into()));
+    }
+    match kind.as_deref() {
+        Some("octile") => {}
+        Some(other) => return Err(header(1, format!("type '{other}' is not 'octile'"))),
+        None => return Err(header(1, "no 'type' line".into())),
+    }
+    let (w, wl) = width.ok_or_else(|| header(map_line, "no 'width' line".into()))?;
+    let (h, hl) = height.ok_or_else(|| header(map_line, "no 'height' line".into()))?;
+    let size_err = |reason: String| MapError::Size {
+        file: file.to_owned(),
+        line: wl.max(hl),
+        width: w,
+        height: h,
+        reason,
+    };
+    if w == 0 || h == 0 {
+        return Err(size_err("both sides must be at least 1".into()));
+    }
+    if w > MAX_SIDE as u64 || h > MAX_SIDE as u64 || w * h > MAX_CELLS {
+        return Err(size_err(format!(
+            "at most {MAX_SIDE} per side and {MAX_CELLS} cells"
+        )));
+    }
+    if w * h > bytes.len() as u64 {
+        return Err(size_err(format!(
+            "{} cells cannot fit in a file of {} bytes",
+            w * h,
+            bytes.len()
+        )));
+    }
+    let (w, h) = (w as u32, h as u32);
+    let grid = Grid::new(w, h).map_err(|e| size_err(e.to_string()))?;
+    let mut costs = Vec::with_capacity(grid.len());
+    let mut rows = 0u32;
+    for (line, raw) in it.by_ref() {
+        if rows == h {
+            if raw.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            return Err(MapError::TrailingText {
+                file: file.to_owned(),
+                line,
+                height: h,
+            });
+        }
+        if raw.len() != w as usize {
+            // An empty row followed only by blank lines is the end of a truncated file.
+            if raw.is_empty() && it.by_ref().all(|(_, r)| r.iter().all(u8::is_ascii_whitespace)) {
+                break;
+            }
+            return Err(MapError::RowLength {
+                file: file.to_owned(),
+                line,
+                row: rows,
+                got: String::from_utf8_lossy(raw).chars().count(),
+                expected: w,
+            });
+        }
+        for (x, &b) in raw.iter().enumerate() {
+            match terrain_cost(b) {
+                Some(c) => costs.push(c),
+                None => {
+                    let ch = match std::str::from_utf8(&raw[x..]) {
+                        Ok(s) => s.chars().next().unwrap_or('?'),
+                        Err(_) => char::from(b),
+                    };
+                    return Err(MapError::UnknownTerrain {
+                        file: file.to_owned(),
+                        line,
+                        x: x as u32,
+                        y: rows,
+                        ch,
+                    });
+                }
+            }
+        }
+        rows += 1;
+    }
+    if rows < h {
+        return Err(MapError::Truncated {
+            file: file.to_owned(),
+            expected: h,
+            found: rows,
+        });
+    }
+    CostField::from_costs(grid, costs).map_err(|e| size_err(e.to_string()))
+}
+
+/// Read a `.map` file from disk. O(file size).
+pub fn read_map(path: impl AsRef<Path>) -> Result<CostField, MapError> {
+    let path = path.as_ref();
+    parse_map(&read(path)?, &path.display().to_string())
+}
+
+/// The `.map` text of a cost field: `.` for cost 1, `@` for walls, digits for 2–9.
+///
+/// ```
+/// let cost = horde::io::parse_map(b"type octile\nheight 1\nwidth 3\nmap\n.@7\n", "m").unwrap();
+/// let text = horde::io::write_map(&cost).unwrap();
+/// assert_eq!(text, "type octile\nheight 1\nwidth 3\nmap\n.@7\n");
+/// ```
+pub fn write_map(cost: &CostField) -> Result<String, MapError> {
+    let (w, h) = (cost.width(), cost.height());
+    let mut s = format!("type octile\nheight {h}\nwidth {w}\nmap\n");
+    s.reserve(cost.costs().len() + h as usize);
+    for (y, row) in cost.costs().chunks_exact(w as usize).enumerate() {
+        for (x, &c) in row.iter().enumerate() {
+            s.push(match c {
+                PLAIN => '.',
+                WALL => '@',
+                2..=9 => char::from(b'0' + c),
+                _ => {
+                    return Err(MapError::Unwritable {
+                        x: x as u32,
+                        y: y as u32,
+                        cost: c,
+                    });
+                }
+            });
+        }
+        s.push('\n');
+    }
+    Ok(s)
+}
+
+/// One query of a `.scen` file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// 1-based line in the file.
+    pub line: usize,
+    /// `floor(optimal / 4)` as the file gives it.
+    pub bucket: u32,
+    /// The map column.
+    pub map: String,
+    /// Map width and height the query was made for.
+    pub map_size: (u32, u32),
+    /// Start cell.
+    pub start: (u32, u32),
+    /// Goal cell.
+    pub goal: (u32, u32),
+    /// The published optimal length (octile, no corner cutting).
+    pub optimal: f64,
+    /// One unit in the last digit the file printed (`0.01` for `1005.74`, `1e-8` for the
+    /// newer files' 8 decimals).
+    pub last_digit: f64,
+}
+
+impl Scenario {
+    /// The agreed tolerance: `max(1e-4, one unit in the last printed digit)`.
+    pub fn tolerance(&self) -> f64 {
+        self.last_digit.max(1e-4)
+    }
+}
+
+fn last_digit_unit(s: &str) -> f64 {
+    let (mantissa, exp) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], s[i + 1..].parse::<i32>().unwrap_or(0)),
+        None => (s, 0),
+    };
+    let decimals = mantissa.find('.').map_or(0, |p| mantissa.len() - p - 1) as i32;
+    10f64.powi(exp - decimals)
+}
+
+/// Parse a `.scen` file's bytes. O(bytes).
+///
+/// ```
+/// let text = b"version 1\n0\tm.map\t8\t8\t0\t0\t3\t1\t3.41421356\n";
+/// let scen = horde::io::parse_scen(text, "m.map.scen").unwrap();
+/// assert_eq!(scen[0].goal, (3, 1));
+/// assert_eq!(scen[0].last_digit, 1e-8);
+/// ```
+pub fn parse_scen(bytes: &[u8], file: &str) -> Result<Vec<Scenario>, MapError> {
+    let mut out = Vec::new();
+    for (line, raw) in lines(bytes) {
+        let l = text(file, line, raw)?;
+        if l.trim().is_empty() {
+            continue;
+        }
+        if line == 1 && l.trim_start().starts_with("version") {
+            continue;
+        }
+        let bad = |reason: String| MapError::Scenario {
+            file: file.to_owned(),
+            line,
+            reason,
+        };
+        let f: Vec<&str> = if l.contains('\t') {
+            l.split('\t').map(str::trim).collect()
+        } else {
+            l.split_whitespace().collect()
+        };
+        if f.len() != 9 {
+            return Err(bad(format!("expected 9 fields, found {}", f.len())));
+        }
+        let int = |i: usize, name: &str| -> Result<u32, MapError> {
+            f[i].parse::<u32>()
+                .map_err(|_| bad(format!("{name} '{}' is not a whole number", f[i])))
+        };
+        let optimal: f64 = f[8]
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| bad(format!("optimal length '{}' is not a number", f[8])))?;
+        let sc = Scenario {
+            line,
+            bucket: int(0, "bucket")?,
+            map: f[1].to_owned(),
+            map_size: (int(2, "map width")?, int(3, "map height")?),
+            start: (int(4, "start x")?, int(5, "start y")?),
+            goal: (int(6, "goal x")?, int(7, "goal y")?),
+            optimal,
+            last_digit: last_digit_unit(f[8]),
+        };
+        out.push(sc);
+    }
+    Ok(out)
+}
+
+/// Read a `.scen` file from disk. O(file size).
+pub fn read_scen(path: impl AsRef<Path>) -> Result<Vec<Scenario>, MapError> {
+    let path = path.as_ref();
+    parse_scen(&read(path)?, &path.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        parse_map(text.as_bytes(), "t.map").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn reads_crlf_and_every_terrain() {
+        let m = parse_map(
+            b"type octile\r\nheight 2\r\nwidth 5\r\nmap\r\n.GS@O\r\nTW129\r\n",
+            "crlf.map",
+        )
+        .unwrap();
+        assert_eq!(m.costs(), &[1, 1, 1, 255, 255, 255, 255, 1, 2, 9]);
+        let back = write_map(&m).unwrap();
+        assert_eq!(parse_map(back.as_bytes(), "x").unwrap(), m);
+    }
+
+    #[test]
+    fn every_kind_of_bad_file_is_named() {
+        assert_eq!(
+            err("type octile\nheight 2\nwidth 2\nmap\n..\n.x\n"),
+            "t.map:6: unknown terrain character 'x' at cell (1, 1)"
+        );
+        assert_eq!(
+            err("type octile\nheight 2\nwidth 3\nmap\n...\n..\n"),
+            "t.map:6: row 1 has 2 cells, expected 3"
+        );
+        assert_eq!(
+            err("type octile\nheight 1\nwidth 2\nmap\n..\n..\n"),
+            "t.map:6: text after the last of 1 map rows"
+        );
+        assert!(err("type octile\nheight 0\nwidth 2\nmap\n").contains("map size 2x0"));
+        assert!(err("type octile\nheight 99999999\nwidth 99999999\nmap\n").contains("not allowed"));
+        assert!(err("type octile\nheight 100\nwidth 100\nmap\n...\n").contains("cannot fit"));
+        assert!(err("type octile\nheight x\nwidth 2\nmap\n").starts_with("t.map:2: bad header"));
+        assert!(err("type octile\nwidth 2\nmap\n..\n").contains("no 'height'"));
+        assert!(err("type hex\nheight 1\nwidth 1\nmap\n.\n").contains("not 'octile'"));
+        assert!(err("").contains("before the 'map' line"));
+        assert!(err("type octile\nheight 1\nwidth 1\n").contains("before the 'map' line"));
+        assert_eq!(
+            parse_map(b"type octile\nheight 1\nwidth 2\nmap\n\xff.\n", "b").unwrap_err(),
+            MapError::UnknownTerrain {
+                file: "b".into(),
+                line: 5,
+                x: 0,
+                y: 0,
+                ch: '\u{ff}'
+            }
+        );
+        assert!(matches!(
+            parse_map(b"type \xffoctile\n", "b"),
+            Err(MapError::NotText { line: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn unwritable_costs_are_refused() {
+        let mut m = parse_map(b"type octile\nheight 1\nwidth 2\nmap\n..\n", "m").unwrap();
+        m.set(glam::UVec2::new(1, 0), 40).unwrap();
+        assert_eq!(
+            write_map(&m),
+            Err(MapError::Unwritable {
+                x: 1,
+                y: 0,
+                cost: 40
+            })
+        );
+    }
+
+    #[test]
+    fn scenario_tolerance_follows_the_printed_digits() {
+        let s = parse_scen(
+            b"version 1\n0\tmaps/a.map\t49\t49\t1\t2\t3\t4\t1005.74\n\n1 a.map 49 49 1 2 3 4 4\n",
+            "a.scen",
+        )
+        .unwrap();
+        assert_eq!(s.len(), 2);
+        assert!((s[0].tolerance() - 0.01).abs() < 1e-12);
+        assert_eq!(s[1].tolerance(), 1.0);
+        assert_eq!(s[1].line, 4);
+        let e = parse_scen(b"version 1\n0\ta\t1\t1\t0\t0\t0\n", "b.scen").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "b.scen:2: bad scenario line: expected 9 fields, found 7"
+        );
+        assert!(parse_scen(b"0\ta\t1\t1\t0\t-1\t0\t0\t1\n", "c").is_err());
+        assert!(parse_scen(b"0\ta\t1\t1\t0\t1\t0\t0\tnan\n", "c").is_err());
+    }
+}

@@ -1,0 +1,54 @@
+//! # horde
+//!
+//! Navigation for crowds on grid maps: one cost field per map, one integration field and one
+//! 1-byte-per-cell flow field per goal, read by every unit heading there; A* for lone units.
+//!
+//! The modules follow the pipeline: [`grid`] → [`cost`] → [`integration`] → [`flow`], with
+//! [`astar`] for single paths, [`io`] for map files and [`maps`] for built-in maps.
+//!
+//! ```
+//! use glam::{UVec2, Vec2};
+//! use horde::{CostField, CostModel, FlowField, FlowSample, Grid, IntegrationBuilder, WALL};
+//!
+//! // A 32 × 32 map with a wall across the middle and a gap on the right.
+//! let mut cost = CostField::new(Grid::new(32, 32)?);
+//! cost.fill_rect(UVec2::new(0, 16), UVec2::new(27, 16), WALL)?;
+//!
+//! // One wave from the goal, then one byte of direction per cell.
+//! let mut builder = IntegrationBuilder::new();
+//! let integration = builder.build(&cost, &[UVec2::new(2, 30)], CostModel::TenFourteen)?;
+//! let mut flow = FlowField::new(*cost.grid());
+//! builder.flow_into(&mut flow)?;
+//!
+//! // Any number of units now just read the arrow under their feet.
+//! let mut pos = Vec2::new(2.5, 2.5);
+//! for _ in 0..200 {
+//!     match flow.sample_nearest(pos) {
+//!         FlowSample::Direction(d) => pos += d * 0.5,
+//!         FlowSample::Goal => break,
+//!         FlowSample::NoDirection(why) => panic!("stuck: {why:?}"),
+//!     }
+//! }
+//! assert_eq!(flow.sample_nearest(pos), FlowSample::Goal);
+//! assert!(integration.get(UVec2::new(2, 2)).unwrap() > 280); // it had to go round the wall
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod astar;
+pub mod cost;
+pub mod flow;
+pub mod grid;
+pub mod integration;
+pub mod io;
+pub mod maps;
+
+pub use astar::{AStar, AStarError, Path};
+pub use cost::{CostError, CostField, CostModel, PLAIN, Shape, WALL};
+pub use flow::{
+    FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FlowError, FlowField, FlowSample, NoDirection,
+};
+pub use grid::{Dir8, Grid, GridError};
+pub use integration::{
+    IntegrationBuilder, IntegrationError, IntegrationField, UNREACHABLE, WaveStats,
+};
+pub use io::MapError;
