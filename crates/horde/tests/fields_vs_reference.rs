@@ -1,0 +1,181 @@
+//! Property tests: integration fields, flow fields and A* against the plain reference Dijkstra
+//! and the `pathfinding` crate, on thousands of random maps, in both cost models.
+
+mod common;
+
+use common::{arb_map, pick_walkable, reference_dijkstra};
+use glam::UVec2;
+use horde::{
+    AStar, CostField, CostModel, Dir8, FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FlowField,
+    IntegrationBuilder, UNREACHABLE, WALL,
+};
+use proptest::prelude::*;
+
+fn models() -> impl Strategy<Value = CostModel> {
+    prop_oneof![Just(CostModel::TenFourteen), Just(CostModel::Octile)]
+}
+
+/// Every property of the flow field, checked cell by cell against the integration values.
+fn check_flow(cost: &CostField, values: &[u32], flow: &FlowField, model: CostModel) {
+    let g = cost.grid();
+    for i in 0..g.len() {
+        let cell = g.cell(i);
+        let b = flow.bytes()[i];
+        if cost.costs()[i] == WALL {
+            assert_eq!(b, FLOW_WALL, "{cell}");
+            continue;
+        }
+        if values[i] == UNREACHABLE {
+            assert_eq!(b, FLOW_UNREACHABLE, "{cell}");
+            continue;
+        }
+        if values[i] == 0 {
+            assert_eq!(b, FLOW_GOAL, "{cell}");
+            continue;
+        }
+        // The arrow is the lowest-numbered legal step minimising value + step cost...
+        let mut best: Option<(u64, Dir8)> = None;
+        for dir in Dir8::ALL {
+            if !cost.can_step(cell, dir) {
+                continue;
+            }
+            let j = g.index(g.neighbour(cell, dir).unwrap()).unwrap();
+            if values[j] == UNREACHABLE {
+                continue;
+            }
+            let v = values[j] as u64 + model.step(dir, cost.costs()[i]) as u64;
+            if best.is_none_or(|(bv, _)| v < bv) {
+                best = Some((v, dir));
+            }
+        }
+        let (bv, bd) = best.expect("a reachable non-goal cell has a legal step");
+        assert_eq!(b, bd as u8, "arrow of {cell}");
+        // ...and that minimum is exactly the cell's own value.
+        assert_eq!(bv, values[i] as u64, "value at {cell}");
+    }
+    // Following the arrows from every reachable cell reaches a goal, costs exactly the value,
+    // and never takes more steps than there are cells (no loops).
+    for i in 0..g.len() {
+        if values[i] == UNREACHABLE {
+            continue;
+        }
+        let mut cell = g.cell(i);
+        let mut spent = 0u64;
+        let mut steps = 0;
+        while let Some(dir) = flow.dir(cell) {
+            assert!(cost.can_step(cell, dir), "arrow at {cell} is illegal");
+            spent += model.step(dir, cost.get(cell).unwrap()) as u64;
+            cell = g.neighbour(cell, dir).unwrap();
+            steps += 1;
+            assert!(steps <= g.len(), "loop through {cell}");
+        }
+        assert!(flow.is_goal(cell));
+        assert_eq!(spent, values[i] as u64);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn integration_and_flow_equal_the_reference(
+        cost in arb_map(40),
+        model in models(),
+        picks in proptest::collection::vec(any::<u64>(), 1..5),
+    ) {
+        let goals = pick_walkable(&cost, &picks);
+        prop_assume!(!goals.is_empty());
+        let mut builder = IntegrationBuilder::new();
+        let field = builder.build(&cost, &goals, model).unwrap();
+        let reference = reference_dijkstra(&cost, &goals, model);
+        for (i, (&got, want)) in field.values().iter().zip(&reference).enumerate() {
+            let want = want.map_or(UNREACHABLE, |v| v as u32);
+            prop_assert_eq!(got, want, "cell {}", cost.grid().cell(i));
+        }
+        let mut flow = FlowField::new(*cost.grid());
+        builder.flow_into(&mut flow).unwrap();
+        check_flow(&cost, field.values(), &flow, model);
+        // The standalone derivation agrees with the builder's.
+        prop_assert_eq!(&FlowField::from_integration(&cost, &field).unwrap(), &flow);
+    }
+
+    #[test]
+    fn astar_costs_equal_the_reference(
+        cost in arb_map(40),
+        model in models(),
+        picks in proptest::collection::vec(any::<u64>(), 2..12),
+    ) {
+        let cells = pick_walkable(&cost, &picks);
+        prop_assume!(cells.len() >= 2);
+        let goal = cells[0];
+        let reference = reference_dijkstra(&cost, &[goal], model);
+        let mut astar = AStar::new();
+        let mut path = Vec::new();
+        for &start in &cells[1..] {
+            let i = cost.grid().index(start).unwrap();
+            let got = astar.search(&cost, start, goal, model).unwrap();
+            prop_assert_eq!(got.map(|c| c as u64), reference[i]);
+            if let Some(c) = got {
+                prop_assert!(astar.path_into(&mut path));
+                prop_assert_eq!(path[0], start);
+                prop_assert_eq!(*path.last().unwrap(), goal);
+                let mut sum = 0u64;
+                for w in path.windows(2) {
+                    let dir = Dir8::ALL.into_iter()
+                        .find(|d| cost.grid().neighbour(w[0], *d) == Some(w[1]))
+                        .unwrap();
+                    prop_assert!(cost.can_step(w[0], dir));
+                    sum += model.step(dir, cost.get(w[0]).unwrap()) as u64;
+                }
+                prop_assert_eq!(sum, c as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn integration_equals_pathfinding_dijkstra_all(
+        cost in arb_map(30),
+        model in models(),
+        pick in any::<u64>(),
+    ) {
+        let goals = pick_walkable(&cost, &[pick]);
+        prop_assume!(!goals.is_empty());
+        let g = *cost.grid();
+        let field = IntegrationBuilder::new().build(&cost, &goals, model).unwrap();
+        let goal = goals[0];
+        let successors = |&c: &UVec2| {
+            Dir8::ALL
+                .into_iter()
+                .filter_map(|dir| {
+                    let j = g.neighbour(c, dir)?;
+                    cost.can_step(j, dir.opposite())
+                        .then(|| (j, model.step(dir.opposite(), cost.get(j).unwrap()) as u64))
+                })
+                .collect::<Vec<_>>()
+        };
+        let theirs = pathfinding::prelude::dijkstra_all(&goal, successors);
+        for i in 0..g.len() {
+            let c = g.cell(i);
+            let want = if c == goal { Some(0) } else { theirs.get(&c).map(|&(_, v)| v) };
+            prop_assert_eq!(field.get(c).map(|v| v as u64), want, "cell {}", c);
+        }
+    }
+}
+
+#[test]
+fn fields_on_a_large_map_equal_the_reference() {
+    let cost = horde::maps::scattered_map(300, 200, 99).unwrap();
+    let goals = [UVec2::new(150, 100), UVec2::new(3, 190)];
+    let goals: Vec<UVec2> = goals.into_iter().filter(|&g| cost.is_walkable(g)).collect();
+    assert!(!goals.is_empty());
+    for model in [CostModel::TenFourteen, CostModel::Octile] {
+        let mut b = IntegrationBuilder::new();
+        let field = b.build(&cost, &goals, model).unwrap();
+        let reference = reference_dijkstra(&cost, &goals, model);
+        let want: Vec<u32> = reference.iter().map(|v| v.map_or(UNREACHABLE, |v| v as u32)).collect();
+        assert_eq!(field.values(), &want[..]);
+        let mut flow = FlowField::new(*cost.grid());
+        b.flow_into(&mut flow).unwrap();
+        check_flow(&cost, field.values(), &flow, model);
+    }
+}
