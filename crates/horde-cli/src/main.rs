@@ -1,1 +1,56 @@
-fn main() {}
+//! `horde`: the command-line face of the horde library. Each subcommand lives in its own module
+//! and only wires the library to files, flags and output.
+
+mod bench;
+mod demo;
+mod field;
+mod path;
+mod scen;
+mod util;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Flow fields, integration fields and A* for crowds on grid maps.
+///
+/// With no command, runs the demo on the built-in 128 × 128 map.
+#[derive(Parser)]
+#[command(name = "horde", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The seed's comparison on the built-in map: one field for 200 units vs 200 A* queries.
+    Demo(demo::Args),
+    /// Build the integration and flow fields of a map for one or more goals; dump them.
+    Field(field::Args),
+    /// One A* path: its cells, cost and the cells it settled.
+    Path(path::Args),
+    /// Check every scenario of a Moving AI .scen file against its published optimal length.
+    Scen(scen::Args),
+    /// Measure fields against A*, a plain BFS and the `pathfinding` crate (release build).
+    Bench(bench::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => demo::run(&demo::Args::default()),
+        Some(Command::Demo(a)) => demo::run(&a),
+        Some(Command::Field(a)) => field::run(&a),
+        Some(Command::Path(a)) => path::run(&a),
+        Some(Command::Scen(a)) => scen::run(&a),
+        Some(Command::Bench(a)) => bench::run(&a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

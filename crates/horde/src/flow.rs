@@ -272,59 +272,74 @@ impl IntegrationBuilder {
     }
 }
 
-/// The flow kernel over padded costs and distances (a wall border one cell wide).
+/// The flow kernel over padded costs and distances (a wall border one cell wide, walls and
+/// unreachable cells at [`UNREACHABLE`]), one row at a time.
 fn derive(costs: &[u8], dist: &[u32], pw: usize, model: CostModel, out: &mut [u8]) {
     let w = pw - 2;
-    let base = model.base_costs();
-    let off: [isize; 8] = [
-        -(pw as isize),
-        -(pw as isize) + 1,
-        1,
-        pw as isize + 1,
-        pw as isize,
-        pw as isize - 1,
-        -1,
-        -(pw as isize) - 1,
-    ];
+    let (straight, diagonal) = (model.straight(), model.diagonal());
     for (y, row) in out.chunks_exact_mut(w).enumerate() {
-        let prow = (y + 1) * pw + 1;
-        for (x, slot) in row.iter_mut().enumerate() {
-            let c = prow + x;
-            let t = costs[c];
-            if t == WALL {
-                *slot = FLOW_WALL;
-                continue;
+        let up = &dist[y * pw..(y + 1) * pw];
+        let mid = &dist[(y + 1) * pw..(y + 2) * pw];
+        let down = &dist[(y + 2) * pw..(y + 3) * pw];
+        let terrain = &costs[(y + 1) * pw..(y + 2) * pw];
+        derive_row(up, mid, down, terrain, straight, diagonal, row);
+    }
+}
+
+/// One row of arrows, without branches on the data. The corner rule needs no terrain lookups
+/// here: a walkable straight neighbour of a reachable cell is itself reachable, so for the cells
+/// that get an arrow, "neighbour value is UNREACHABLE" means "wall".
+#[inline]
+fn derive_row(
+    up: &[u32],
+    mid: &[u32],
+    down: &[u32],
+    terrain: &[u8],
+    straight: u32,
+    diagonal: u32,
+    row: &mut [u8],
+) {
+    let w = row.len();
+    let (up, mid, down, terrain) = (&up[..w + 2], &mid[..w + 2], &down[..w + 2], &terrain[..w + 2]);
+    for x in 0..w {
+        let c = x + 1;
+        let t = terrain[c] as u32;
+        let (s, g) = (straight * t, diagonal * t);
+        let (dn, de, ds, dw) = (up[c], mid[c + 1], down[c], mid[c - 1]);
+        let diag = |v: u32, a: u32, b: u32| {
+            if a == UNREACHABLE || b == UNREACHABLE {
+                UNREACHABLE
+            } else {
+                v.saturating_add(g)
             }
-            let d = dist[c];
-            if d == UNREACHABLE {
-                *slot = FLOW_UNREACHABLE;
-                continue;
-            }
-            if d == 0 {
-                *slot = FLOW_GOAL;
-                continue;
-            }
-            let walk = |j: usize| costs[j] != WALL;
-            let n = walk(c - pw);
-            let e = walk(c + 1);
-            let s = walk(c + pw);
-            let wst = walk(c - 1);
-            let allowed = [n, n && e, e, s && e, s, s && wst, wst, n && wst];
-            let mut best = u64::MAX;
-            let mut best_dir = FLOW_UNREACHABLE;
-            for dir in 0..8 {
-                if !allowed[dir] {
-                    continue;
-                }
-                let j = (c as isize + off[dir]) as usize;
-                let v = dist[j] as u64 + (base[dir] * t as u32) as u64;
-                if v < best {
-                    best = v;
-                    best_dir = dir as u8;
-                }
-            }
-            *slot = best_dir;
+        };
+        let cand = [
+            dn.saturating_add(s),
+            diag(up[c + 1], dn, de),
+            de.saturating_add(s),
+            diag(down[c + 1], ds, de),
+            ds.saturating_add(s),
+            diag(down[c - 1], ds, dw),
+            dw.saturating_add(s),
+            diag(up[c - 1], dn, dw),
+        ];
+        let mut best = cand[0];
+        let mut dir = 0u8;
+        for (d, &v) in cand.iter().enumerate().skip(1) {
+            let better = v < best;
+            best = if better { v } else { best };
+            dir = if better { d as u8 } else { dir };
         }
+        let here = mid[c];
+        row[x] = if t == WALL as u32 {
+            FLOW_WALL
+        } else if here == UNREACHABLE {
+            FLOW_UNREACHABLE
+        } else if here == 0 {
+            FLOW_GOAL
+        } else {
+            dir
+        };
     }
 }
 

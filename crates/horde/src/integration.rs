@@ -115,8 +115,7 @@ pub struct IntegrationBuilder {
     pub(crate) costs: Vec<u8>,
     pub(crate) dist: Vec<u32>,
     pub(crate) model: CostModel,
-    buckets: Vec<Vec<u32>>,
-    spare: Vec<u32>,
+    buckets: Vec<Bucket>,
     built: bool,
 }
 
@@ -193,12 +192,26 @@ impl IntegrationBuilder {
         let seeds = goals
             .iter()
             .map(|g| (g.y as usize + 1) * pw + g.x as usize + 1);
-        let settled = self.wave(seeds, cost.max_walkable_cost())?;
-        for y in 0..self.height {
-            let src = (y + 1) * pw + 1;
-            out.values[y * self.width..(y + 1) * self.width]
-                .copy_from_slice(&self.dist[src..src + self.width]);
+        let waved = self.wave(seeds, cost.max_walkable_cost());
+        // Walls go back to UNREACHABLE, row by row while each row is in cache; on success the
+        // row is copied out in the same sweep.
+        let w = self.width;
+        for (y, (drow, crow)) in self
+            .dist
+            .chunks_exact_mut(pw)
+            .zip(self.costs.chunks_exact(pw))
+            .enumerate()
+        {
+            for (d, &t) in drow.iter_mut().zip(crow) {
+                if t == WALL {
+                    *d = UNREACHABLE;
+                }
+            }
+            if waved.is_ok() && (1..=self.height).contains(&y) {
+                out.values[(y - 1) * w..y * w].copy_from_slice(&drow[1..=w]);
+            }
         }
+        let settled = waved?;
         out.model = model;
         out.grid = grid;
         self.built = true;
@@ -226,8 +239,14 @@ impl IntegrationBuilder {
             let dst = (y + 1) * pw + 1;
             self.costs[dst..dst + w].copy_from_slice(row);
         }
+        // Walls start at 0 during the wave: no step can improve 0, so the wave needs no wall
+        // test before relaxing a neighbour. They are set back to UNREACHABLE afterwards.
         self.dist.clear();
-        self.dist.resize(plen, UNREACHABLE);
+        self.dist.extend(
+            self.costs
+                .iter()
+                .map(|&t| if t == WALL { 0 } else { UNREACHABLE }),
+        );
     }
 
     /// Dial's wave from the seeds. Returns the number of cells expanded.
@@ -237,23 +256,23 @@ impl IntegrationBuilder {
         max_terrain: u8,
     ) -> Result<usize, IntegrationError> {
         let pw = self.padded_width;
-        let base = self.model.base_costs();
+        let (straight, diagonal) = (self.model.straight(), self.model.diagonal());
         // Buckets no wider than the cheapest step: nothing expanded from a bucket lands in it.
-        let shift = 31 - self.model.straight().leading_zeros();
-        let max_step = self.model.diagonal() * max_terrain as u32;
-        let nb = ((max_step >> shift) as usize + 2).next_power_of_two();
+        let shift = 31 - straight.leading_zeros();
+        let max_step = diagonal * WALL as u32;
+        let nb = ((diagonal * max_terrain as u32 >> shift) as usize + 2).next_power_of_two();
         let mask = nb - 1;
         if self.buckets.len() < nb {
-            self.buckets.resize_with(nb, Vec::new);
+            self.buckets.resize_with(nb, Bucket::default);
         }
         for b in &mut self.buckets {
-            b.clear();
+            b.len = 0;
         }
         let limit = UNREACHABLE - 1 - max_step;
 
-        let costs = &self.costs;
-        let dist = &mut self.dist;
-        let buckets = &mut self.buckets;
+        let costs = &self.costs[..];
+        let dist = &mut self.dist[..];
+        let buckets = &mut self.buckets[..nb];
         let mut pending = 0usize;
         for s in seeds {
             if dist[s] != 0 {
@@ -262,28 +281,19 @@ impl IntegrationBuilder {
                 pending += 1;
             }
         }
-        let off: [isize; 8] = [
-            -(pw as isize),
-            -(pw as isize) + 1,
-            1,
-            pw as isize + 1,
-            pw as isize,
-            pw as isize - 1,
-            -1,
-            -(pw as isize) - 1,
-        ];
         let mut settled = 0usize;
-        let mut spare = std::mem::take(&mut self.spare);
         let mut k: u32 = 0;
         while pending > 0 {
             let slot = k as usize & mask;
-            if buckets[slot].is_empty() {
+            let n = buckets[slot].len;
+            if n == 0 {
                 k += 1;
                 continue;
             }
-            std::mem::swap(&mut buckets[slot], &mut spare);
-            pending -= spare.len();
-            for &c in &spare {
+            let current = std::mem::take(&mut buckets[slot].items);
+            buckets[slot].len = 0;
+            pending -= n;
+            for &c in &current[..n] {
                 let c = c as usize;
                 let d = dist[c];
                 if d >> shift != k {
@@ -291,7 +301,7 @@ impl IntegrationBuilder {
                     continue;
                 }
                 if d > limit {
-                    let (pw, c) = (pw, c);
+                    buckets[slot].items = current;
                     return Err(IntegrationError::Overflow {
                         x: (c % pw - 1) as u32,
                         y: (c / pw - 1) as u32,
@@ -299,60 +309,89 @@ impl IntegrationBuilder {
                     });
                 }
                 settled += 1;
-                let walk = |j: usize| costs[j] != WALL;
-                let n = walk(c - pw);
-                let e = walk(c + 1);
-                let s = walk(c + pw);
-                let w = walk(c - 1);
-                let mut relax = |dir: usize| {
-                    let j = (c as isize + off[dir]) as usize;
-                    let t = costs[j];
-                    if t == WALL {
-                        return;
-                    }
-                    // The unit steps from j into c, so j's terrain prices the step.
-                    let nd = d + base[dir] * t as u32;
-                    let old = dist[j];
-                    if nd < old {
-                        dist[j] = nd;
-                        // A cell already queued in the same bucket is expanded there at its
-                        // final value; queueing it again would expand it twice.
-                        if old >> shift != nd >> shift {
-                            buckets[(nd >> shift) as usize & mask].push(j as u32);
-                            pending += 1;
-                        }
-                    }
+                let n_ok = costs[c - pw] != WALL;
+                let e_ok = costs[c + 1] != WALL;
+                let s_ok = costs[c + pw] != WALL;
+                let w_ok = costs[c - 1] != WALL;
+                // Every neighbour is relaxed without a branch: walls hold 0 (never improved),
+                // and a diagonal the corner rule forbids is offered UNREACHABLE.
+                let mut improved = Improved {
+                    costs,
+                    dist: &mut *dist,
+                    shift,
+                    cells: [0; 8],
+                    count: 0,
                 };
-                if n {
-                    relax(0);
+                improved.relax(d, c - pw, straight, true);
+                improved.relax(d, c + 1, straight, true);
+                improved.relax(d, c + pw, straight, true);
+                improved.relax(d, c - 1, straight, true);
+                improved.relax(d, c - pw + 1, diagonal, n_ok & e_ok);
+                improved.relax(d, c + pw + 1, diagonal, s_ok & e_ok);
+                improved.relax(d, c + pw - 1, diagonal, s_ok & w_ok);
+                improved.relax(d, c - pw - 1, diagonal, n_ok & w_ok);
+                let count = improved.count;
+                for &j in &improved.cells[..count] {
+                    let nd = dist[j as usize];
+                    buckets[(nd >> shift) as usize & mask].push(j);
                 }
-                if e {
-                    relax(2);
-                }
-                if s {
-                    relax(4);
-                }
-                if w {
-                    relax(6);
-                }
-                if n && e {
-                    relax(1);
-                }
-                if s && e {
-                    relax(3);
-                }
-                if s && w {
-                    relax(5);
-                }
-                if n && w {
-                    relax(7);
-                }
+                pending += count;
             }
-            spare.clear();
+            buckets[slot].items = current;
             k += 1;
         }
-        self.spare = spare;
         Ok(settled)
+    }
+}
+
+/// The neighbours of one expanded cell whose value improved enough to be queued, gathered
+/// without branches (a counter in a register, not a push per neighbour through memory).
+struct Improved<'a> {
+    costs: &'a [u8],
+    dist: &'a mut [u32],
+    shift: u32,
+    cells: [u32; 8],
+    count: usize,
+}
+
+impl Improved<'_> {
+    /// Offer cell `j` the value `d + base × terrain(j)` (the unit steps from `j` into the cell
+    /// at `d`, so `j`'s terrain prices the step).
+    #[inline(always)]
+    fn relax(&mut self, d: u32, j: usize, base: u32, allowed: bool) {
+        let nd = if allowed {
+            d + base * self.costs[j] as u32
+        } else {
+            UNREACHABLE
+        };
+        let old = self.dist[j];
+        let better = nd < old;
+        self.dist[j] = if better { nd } else { old };
+        // A cell already queued in the same bucket is expanded there at its final value;
+        // queueing it again would expand it twice.
+        let queue = better & (old >> self.shift != nd >> self.shift);
+        self.cells[self.count & 7] = j as u32;
+        self.count += queue as usize;
+    }
+}
+
+/// One bucket of the wave's queue. `items` only grows; `len` entries are live, so that a drained
+/// bucket keeps its memory for the next build.
+#[derive(Debug, Default, Clone)]
+struct Bucket {
+    items: Vec<u32>,
+    len: usize,
+}
+
+impl Bucket {
+    #[inline]
+    fn push(&mut self, cell: u32) {
+        if self.len == self.items.len() {
+            let grow = (self.items.len() * 2).max(64);
+            self.items.resize(grow, 0);
+        }
+        self.items[self.len] = cell;
+        self.len += 1;
     }
 }
 

@@ -12,7 +12,9 @@ use std::path::Path;
 
 use thiserror::Error;
 
-use crate::cost::{CostField, PLAIN, WALL};
+use crate::cost::{CostField, CostModel, PLAIN, WALL};
+use crate::flow::{FLOW_GOAL, FLOW_WALL, FlowField};
+use crate::integration::{IntegrationField, UNREACHABLE};
 use crate::grid::{Grid, MAX_CELLS, MAX_SIDE};
 
 /// What is wrong with a map or scenario file. `line` is 1-based; `file` is the name given to
@@ -302,6 +304,65 @@ pub fn write_map(cost: &CostField) -> Result<String, MapError> {
         s.push('\n');
     }
     Ok(s)
+}
+
+/// The integration field as text, one map row per line, values separated by single spaces:
+/// the value (an integer in the 10-14 model, a decimal with 6 digits after the point in the octile
+/// model), `#` on walls and `inf` on walkable cells that cannot reach a goal. O(cells).
+///
+/// ```
+/// use glam::UVec2;
+/// use horde::{CostField, CostModel, Grid, IntegrationBuilder, WALL};
+/// let mut cost = CostField::new(Grid::new(3, 1).unwrap());
+/// cost.set(UVec2::new(1, 0), WALL).unwrap();
+/// let f = IntegrationBuilder::new().build(&cost, &[UVec2::new(0, 0)], CostModel::TenFourteen).unwrap();
+/// assert_eq!(horde::io::integration_text(&cost, &f), "0 # inf\n");
+/// ```
+pub fn integration_text(cost: &CostField, field: &IntegrationField) -> String {
+    let w = cost.width() as usize;
+    let model = field.model();
+    let mut s = String::with_capacity(cost.costs().len() * 6);
+    for (crow, vrow) in cost.costs().chunks_exact(w).zip(field.values().chunks_exact(w)) {
+        for (x, (&c, &v)) in crow.iter().zip(vrow).enumerate() {
+            if x > 0 {
+                s.push(' ');
+            }
+            if c == WALL {
+                s.push('#');
+            } else if v == UNREACHABLE {
+                s.push_str("inf");
+            } else if model == CostModel::TenFourteen {
+                s.push_str(&v.to_string());
+            } else {
+                s.push_str(&format!("{:.6}", model.to_cost(v)));
+            }
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// The flow field as text, one map row per line, separated by single spaces: the direction digit
+/// `0`–`7` (0 = N, clockwise), `G` at a goal, `#` on walls, `-` on walkable cells that cannot
+/// reach a goal. O(cells).
+pub fn flow_text(field: &FlowField) -> String {
+    let w = field.grid().width() as usize;
+    let mut s = String::with_capacity(field.bytes().len() * 2);
+    for row in field.bytes().chunks_exact(w) {
+        for (x, &b) in row.iter().enumerate() {
+            if x > 0 {
+                s.push(' ');
+            }
+            s.push(match b {
+                0..=7 => char::from(b'0' + b),
+                FLOW_GOAL => 'G',
+                FLOW_WALL => '#',
+                _ => '-',
+            });
+        }
+        s.push('\n');
+    }
+    s
 }
 
 /// One query of a `.scen` file.

@@ -1,0 +1,413 @@
+//! `horde bench`: the seed's table (per-unit A* vs one field), and the field build against a plain
+//! BFS (the floor of any wave) and the `pathfinding` crate's `dijkstra_all`, all in one run.
+
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+use glam::UVec2;
+use horde::{
+    AStar, CostField, CostModel, Dir8, FlowField, IntegrationBuilder, IntegrationField, WALL,
+};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+
+use crate::util::{load_map, median_ns, progress, reveal_after_a_second};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A Moving AI .map file (default: the built-in 128 x 128 map).
+    #[arg(long)]
+    map: Option<String>,
+    /// Instead of a file, a generated map of this size, e.g. 1024x1024.
+    #[arg(long, value_name = "WxH", conflicts_with = "map")]
+    size: Option<String>,
+    /// Unit counts of the table.
+    #[arg(long, value_delimiter = ',', default_value = "1,5,10,15,20,50,200")]
+    units: Vec<usize>,
+    /// Goal cell (default: the walkable cell nearest the centre).
+    #[arg(long, value_name = "X,Y", value_parser = crate::util::parse_cell)]
+    goal: Option<UVec2>,
+    /// Step costs: `10-14` or `octile`.
+    #[arg(long, default_value = "10-14")]
+    model: CostModel,
+    /// Repetitions per measurement (default: enough for about 20 M cells).
+    #[arg(long)]
+    reps: Option<usize>,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The walkable cell nearest the map's centre.
+pub fn central_goal(cost: &CostField) -> Option<UVec2> {
+    let c = glam::Vec2::new(cost.width() as f32, cost.height() as f32) / 2.0;
+    (0..cost.grid().len())
+        .map(|i| cost.grid().cell(i))
+        .filter(|&p| cost.is_walkable(p))
+        .min_by(|a, b| {
+            let da = a.as_vec2().distance_squared(c);
+            let db = b.as_vec2().distance_squared(c);
+            da.total_cmp(&db).then((a.y, a.x).cmp(&(b.y, b.x)))
+        })
+}
+
+/// `n` random cells (seeded) from which the goal is reachable.
+pub fn reachable_starts(field: &IntegrationField, n: usize, seed: u64) -> Vec<UVec2> {
+    let reachable: Vec<usize> = field
+        .values()
+        .iter()
+        .enumerate()
+        .filter(|&(_, &v)| v != horde::UNREACHABLE && v != 0)
+        .map(|(i, _)| i)
+        .collect();
+    if reachable.is_empty() {
+        return Vec::new();
+    }
+    let mut rng = Pcg64::seed_from_u64(seed);
+    (0..n)
+        .map(|_| field.grid().cell(reachable[rng.random_range(0..reachable.len())]))
+        .collect()
+}
+
+/// Plain breadth-first search from the goal over the same legal moves (corner rule included),
+/// every step costing 1: the least work any wave over this map can do. Written with the same
+/// care as the wave (padded grid, flat queue) so that the comparison is honest.
+pub struct Bfs {
+    padded_width: usize,
+    open: Vec<bool>,
+    dist: Vec<u32>,
+    queue: Vec<u32>,
+}
+
+impl Bfs {
+    pub fn new(cost: &CostField) -> Bfs {
+        let pw = cost.width() as usize + 2;
+        let mut open = vec![false; pw * (cost.height() as usize + 2)];
+        for (y, row) in cost.costs().chunks_exact(cost.width() as usize).enumerate() {
+            for (x, &c) in row.iter().enumerate() {
+                open[(y + 1) * pw + x + 1] = c != WALL;
+            }
+        }
+        let n = open.len();
+        Bfs {
+            padded_width: pw,
+            open,
+            dist: vec![u32::MAX; n],
+            queue: Vec::with_capacity(n),
+        }
+    }
+
+    /// Returns the number of cells reached.
+    pub fn run(&mut self, goal: UVec2) -> usize {
+        let pw = self.padded_width;
+        self.dist.fill(u32::MAX);
+        let g = (goal.y as usize + 1) * pw + goal.x as usize + 1;
+        self.dist[g] = 0;
+        self.queue.clear();
+        self.queue.push(g as u32);
+        let mut head = 0;
+        let open = &self.open;
+        while head < self.queue.len() {
+            let c = self.queue[head] as usize;
+            head += 1;
+            let d = self.dist[c] + 1;
+            let (n, e, s, w) = (open[c - pw], open[c + 1], open[c + pw], open[c - 1]);
+            let moves = [
+                (n, c - pw),
+                (e, c + 1),
+                (s, c + pw),
+                (w, c - 1),
+                (n && e, c - pw + 1),
+                (s && e, c + pw + 1),
+                (s && w, c + pw - 1),
+                (n && w, c - pw - 1),
+            ];
+            for (ok, j) in moves {
+                if ok && open[j] && self.dist[j] == u32::MAX {
+                    self.dist[j] = d;
+                    self.queue.push(j as u32);
+                }
+            }
+        }
+        head
+    }
+}
+
+/// The `pathfinding` crate's `dijkstra_all` from the goal over the reversed steps, with the same
+/// costs and corner rule. Returns the number of cells reached (goal excluded).
+pub fn pathfinding_dijkstra_all(cost: &CostField, goal: UVec2, model: CostModel) -> usize {
+    let g = *cost.grid();
+    let w = g.width() as usize;
+    let costs = cost.costs();
+    let start = g.index(goal).expect("goal on the map");
+    let successors = |&i: &usize| {
+        let cell = g.cell(i);
+        let mut out = Vec::with_capacity(8);
+        for dir in Dir8::ALL {
+            let Some(j) = g.neighbour(cell, dir) else {
+                continue;
+            };
+            let back = dir.opposite();
+            if cost.can_step(j, back) {
+                let jj = j.y as usize * w + j.x as usize;
+                out.push((jj, model.step(back, costs[jj])));
+            }
+        }
+        out
+    };
+    pathfinding::prelude::dijkstra_all(&start, successors).len()
+}
+
+/// Everything the bench measures, in one run.
+pub struct Report {
+    pub map: String,
+    pub cells: usize,
+    pub walkable: usize,
+    pub field_settled: usize,
+    pub astar_settled_mean: f64,
+    pub field_ns: f64,
+    pub integration_ns: f64,
+    pub flow_ns: f64,
+    pub astar_ns_per_query: f64,
+    pub bfs_ns: f64,
+    pub dijkstra_all_ns: f64,
+    pub table: Vec<(usize, f64)>,
+    pub goal: UVec2,
+}
+
+impl Report {
+    pub fn break_even(&self) -> f64 {
+        self.field_ns / self.astar_ns_per_query
+    }
+}
+
+pub fn measure(
+    cost: &CostField,
+    name: &str,
+    goal: UVec2,
+    model: CostModel,
+    units: &[usize],
+    reps: Option<usize>,
+    with_peers: bool,
+) -> Result<Report> {
+    let cells = cost.grid().len();
+    let reps = reps.unwrap_or((20_000_000 / cells).clamp(5, 201));
+    let mut builder = IntegrationBuilder::new();
+    let mut field = IntegrationField::new(*cost.grid(), model);
+    let mut flow = FlowField::new(*cost.grid());
+    let stats = builder.build_into(cost, &[goal], model, &mut field)?;
+    builder.flow_into(&mut flow)?;
+    let starts = reachable_starts(&field, units.iter().copied().max().unwrap_or(1).max(200), 7);
+    if starts.is_empty() {
+        bail!("no cell can reach the goal ({}, {})", goal.x, goal.y);
+    }
+    let steps = 4 + units.len() as u64 + if with_peers { 2 } else { 0 };
+    let pb = progress(steps, "measuring");
+    let started = Instant::now();
+    let tick = |pb: &indicatif::ProgressBar| {
+        pb.inc(1);
+        reveal_after_a_second(pb, started);
+    };
+
+    let integration_ns = median_ns(reps, || {
+        builder.build_into(cost, &[goal], model, &mut field).unwrap();
+    });
+    tick(&pb);
+    let flow_ns = median_ns(reps, || builder.flow_into(&mut flow).unwrap());
+    tick(&pb);
+    let field_ns = median_ns(reps, || {
+        builder.build_into(cost, &[goal], model, &mut field).unwrap();
+        builder.flow_into(&mut flow).unwrap();
+    });
+    tick(&pb);
+
+    let mut astar = AStar::new();
+    let q = starts.len().min(200);
+    let mut settled = 0usize;
+    for &s in &starts[..q] {
+        astar.search(cost, s, goal, model)?;
+        settled += astar.settled();
+    }
+    let astar_reps = (reps / 4).max(3);
+    let astar_ns_per_query = median_ns(astar_reps, || {
+        for &s in &starts[..q] {
+            black_box(astar.search(cost, s, goal, model).unwrap());
+        }
+    }) / q as f64;
+    tick(&pb);
+    let mut table = Vec::new();
+    for &n in units {
+        let t = median_ns(astar_reps, || {
+            for &s in starts.iter().cycle().take(n) {
+                black_box(astar.search(cost, s, goal, model).unwrap());
+            }
+        });
+        table.push((n, t));
+        tick(&pb);
+    }
+    let (mut bfs_ns, mut dijkstra_all_ns) = (f64::NAN, f64::NAN);
+    if with_peers {
+        let mut bfs = Bfs::new(cost);
+        bfs_ns = median_ns(reps, || {
+            black_box(bfs.run(goal));
+        });
+        tick(&pb);
+        dijkstra_all_ns = median_ns((reps / 20).max(3), || {
+            black_box(pathfinding_dijkstra_all(cost, goal, model));
+        });
+        tick(&pb);
+    }
+    pb.finish_and_clear();
+    Ok(Report {
+        map: name.to_owned(),
+        cells,
+        walkable: cost.walkable_count(),
+        field_settled: stats.settled,
+        astar_settled_mean: settled as f64 / q as f64,
+        field_ns,
+        integration_ns,
+        flow_ns,
+        astar_ns_per_query,
+        bfs_ns,
+        dijkstra_all_ns,
+        table,
+        goal,
+    })
+}
+
+fn parse_size(s: &str) -> Result<(u32, u32)> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| anyhow::anyhow!("--size '{s}' is not WxH"))?;
+    Ok((w.parse()?, h.parse()?))
+}
+
+pub fn run(a: &Args) -> Result<ExitCode> {
+    let (cost, name) = match (&a.map, &a.size) {
+        (Some(m), _) => load_map(m)?,
+        (None, Some(s)) => {
+            let (w, h) = parse_size(s)?;
+            (horde::maps::scattered_map(w, h, horde::maps::DEMO_SEED)?, format!("generated {w}x{h}"))
+        }
+        (None, None) => load_map("builtin")?,
+    };
+    let goal = match a.goal {
+        Some(g) => {
+            crate::util::check_walkable(&cost, g, "goal")?;
+            g
+        }
+        None => central_goal(&cost).ok_or_else(|| anyhow::anyhow!("the map has no walkable cell"))?,
+    };
+    let r = measure(&cost, &name, goal, a.model, &a.units, a.reps, true)?;
+    let ns_cell_i = r.integration_ns / r.cells as f64;
+    let ns_cell_f = r.flow_ns / r.cells as f64;
+    if a.json {
+        let table: Vec<_> = r
+            .table
+            .iter()
+            .map(|&(n, t)| {
+                serde_json::json!({"units": n, "astar_ns": t, "field_ns": r.field_ns, "astar_over_field": t / r.field_ns})
+            })
+            .collect();
+        let v = serde_json::json!({
+            "map": r.map,
+            "width": cost.width(),
+            "height": cost.height(),
+            "model": a.model.name(),
+            "goal": [r.goal.x, r.goal.y],
+            "cells": r.cells,
+            "walkable_cells": r.walkable,
+            "field_settled_cells": r.field_settled,
+            "astar_settled_cells_mean": r.astar_settled_mean,
+            "field_ns": r.field_ns,
+            "integration_ns": r.integration_ns,
+            "flow_ns": r.flow_ns,
+            "integration_ns_per_cell": ns_cell_i,
+            "flow_ns_per_cell": ns_cell_f,
+            "astar_ns_per_query": r.astar_ns_per_query,
+            "break_even_units": r.break_even(),
+            "bfs_ns": r.bfs_ns,
+            "pathfinding_dijkstra_all_ns": r.dijkstra_all_ns,
+            "integration_over_bfs": r.integration_ns / r.bfs_ns,
+            "dijkstra_all_over_integration": r.dijkstra_all_ns / r.integration_ns,
+            "units": table,
+        });
+        println!("{v}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "map {} ({}x{}), {} walkable cells, goal ({}, {}), model {}",
+        r.map,
+        cost.width(),
+        cost.height(),
+        r.walkable,
+        r.goal.x,
+        r.goal.y,
+        a.model.name()
+    );
+    println!();
+    println!("{:>6} {:>14} {:>14} {:>10}", "units", "A* per unit", "one field", "A*/field");
+    for &(n, t) in &r.table {
+        println!(
+            "{n:>6} {:>11.1} µs {:>11.1} µs {:>10.2}",
+            t / 1e3,
+            r.field_ns / 1e3,
+            t / r.field_ns
+        );
+    }
+    println!();
+    println!(
+        "break-even          {:.2} units (one field = {:.2} A* queries)",
+        r.break_even(),
+        r.break_even()
+    );
+    println!(
+        "field               {:.1} µs = integration {:.1} µs + flow {:.1} µs; {} cells settled",
+        r.field_ns / 1e3,
+        r.integration_ns / 1e3,
+        r.flow_ns / 1e3,
+        r.field_settled
+    );
+    println!(
+        "per cell            integration {ns_cell_i:.2} ns, flow {ns_cell_f:.2} ns, both {:.2} ns",
+        ns_cell_i + ns_cell_f
+    );
+    println!(
+        "A*                  {:.1} µs per query, {:.0} cells settled per query",
+        r.astar_ns_per_query / 1e3,
+        r.astar_settled_mean
+    );
+    println!(
+        "plain BFS floor     {:.1} µs  (integration / BFS = {:.2})",
+        r.bfs_ns / 1e3,
+        r.integration_ns / r.bfs_ns
+    );
+    println!(
+        "pathfinding         dijkstra_all {:.1} µs  (dijkstra_all / integration = {:.1})",
+        r.dijkstra_all_ns / 1e3,
+        r.dijkstra_all_ns / r.integration_ns
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bfs_reaches_what_the_wave_reaches() {
+        let cost = horde::maps::scattered_map(60, 40, 3).unwrap();
+        let goal = central_goal(&cost).unwrap();
+        let field = IntegrationBuilder::new()
+            .build(&cost, &[goal], CostModel::TenFourteen)
+            .unwrap();
+        let reachable = field.values().iter().filter(|&&v| v != horde::UNREACHABLE).count();
+        assert_eq!(Bfs::new(&cost).run(goal), reachable);
+        assert_eq!(
+            pathfinding_dijkstra_all(&cost, goal, CostModel::TenFourteen) + 1,
+            reachable
+        );
+    }
+}

@@ -1,0 +1,56 @@
+//! `horde path`: one A* query.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Result;
+use glam::UVec2;
+use horde::{AStar, CostModel};
+
+use crate::util::{check_walkable, load_map, parse_cell};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A Moving AI .map file, or `builtin` for the built-in map.
+    map: String,
+    /// Start cell.
+    #[arg(long, value_name = "X,Y", value_parser = parse_cell)]
+    from: UVec2,
+    /// Goal cell.
+    #[arg(long, value_name = "X,Y", value_parser = parse_cell)]
+    to: UVec2,
+    /// Step costs: `10-14` or `octile`.
+    #[arg(long, default_value = "10-14")]
+    model: CostModel,
+}
+
+pub fn run(a: &Args) -> Result<ExitCode> {
+    let (cost, name) = load_map(&a.map)?;
+    check_walkable(&cost, a.from, "start")?;
+    check_walkable(&cost, a.to, "goal")?;
+    let mut astar = AStar::new();
+    let started = Instant::now();
+    let found = astar.find_path(&cost, a.from, a.to, a.model)?;
+    let took = started.elapsed();
+    println!("map        {name} ({}x{})", cost.width(), cost.height());
+    println!("model      {}", a.model.name());
+    println!("settled    {} cells", astar.settled());
+    println!("time       {:.3} ms", took.as_secs_f64() * 1e3);
+    match found {
+        None => {
+            println!("path       none: ({}, {}) cannot reach ({}, {})", a.from.x, a.from.y, a.to.x, a.to.y);
+            Ok(ExitCode::from(1))
+        }
+        Some(p) => {
+            let cost_text = match a.model {
+                CostModel::TenFourteen => p.cost.to_string(),
+                CostModel::Octile => format!("{:.6}", a.model.to_cost(p.cost)),
+            };
+            println!("cost       {cost_text}");
+            println!("steps      {}", p.cells.len() - 1);
+            let cells: Vec<String> = p.cells.iter().map(|c| format!("{},{}", c.x, c.y)).collect();
+            println!("path       {}", cells.join(" "));
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
