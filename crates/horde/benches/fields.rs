@@ -1,1 +1,104 @@
-fn main(){}
+//! Criterion benchmarks of the core: one field (integration + flow) vs A* queries on the built-in
+//! map, per-cell cost on a 1024 × 1024 map, and the `pathfinding` crate's `dijkstra_all` on the
+//! same costs. `cargo bench -p horde`; the `horde bench` command prints the same comparisons as
+//! ratios measured in one run.
+
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use glam::UVec2;
+use horde::{AStar, CostField, CostModel, Dir8, FlowField, IntegrationBuilder, IntegrationField};
+
+fn central_walkable(cost: &CostField) -> UVec2 {
+    let c = UVec2::new(cost.width() / 2, cost.height() / 2);
+    (0..cost.grid().len())
+        .map(|i| cost.grid().cell(i))
+        .filter(|&p| cost.is_walkable(p))
+        .min_by_key(|p| p.x.abs_diff(c.x).pow(2) + p.y.abs_diff(c.y).pow(2))
+        .unwrap()
+}
+
+fn maps() -> Vec<(&'static str, CostField)> {
+    vec![
+        ("builtin_128", horde::maps::demo_map()),
+        (
+            "scattered_1024",
+            horde::maps::scattered_map(1024, 1024, horde::maps::DEMO_SEED).unwrap(),
+        ),
+    ]
+}
+
+fn fields(c: &mut Criterion) {
+    let mut group = c.benchmark_group("field");
+    group.sample_size(20);
+    for (name, cost) in maps() {
+        let goal = central_walkable(&cost);
+        group.throughput(Throughput::Elements(cost.grid().len() as u64));
+        for model in [CostModel::TenFourteen, CostModel::Octile] {
+            let mut builder = IntegrationBuilder::new();
+            let mut field = IntegrationField::new(*cost.grid(), model);
+            let mut flow = FlowField::new(*cost.grid());
+            builder.build_into(&cost, &[goal], model, &mut field).unwrap();
+            group.bench_function(BenchmarkId::new(format!("integration/{}", model.name()), name), |b| {
+                b.iter(|| builder.build_into(&cost, black_box(&[goal]), model, &mut field).unwrap())
+            });
+            group.bench_function(BenchmarkId::new(format!("flow/{}", model.name()), name), |b| {
+                b.iter(|| builder.flow_into(&mut flow).unwrap())
+            });
+        }
+    }
+    group.finish();
+}
+
+fn astar_vs_field(c: &mut Criterion) {
+    let cost = horde::maps::demo_map();
+    let goal = central_walkable(&cost);
+    let model = CostModel::TenFourteen;
+    let field = IntegrationBuilder::new().build(&cost, &[goal], model).unwrap();
+    // Every 67th reachable cell: 200 spread-out starts.
+    let starts: Vec<UVec2> = (0..cost.grid().len())
+        .filter(|&i| field.values()[i] != horde::UNREACHABLE)
+        .step_by(67)
+        .map(|i| cost.grid().cell(i))
+        .take(200)
+        .collect();
+    let mut group = c.benchmark_group("builtin_128");
+    group.sample_size(20);
+    let mut astar = AStar::new();
+    group.bench_function("astar_200_units", |b| {
+        b.iter(|| {
+            for &s in &starts {
+                black_box(astar.search(&cost, s, goal, model).unwrap());
+            }
+        })
+    });
+    let mut builder = IntegrationBuilder::new();
+    let mut out = IntegrationField::new(*cost.grid(), model);
+    let mut flow = FlowField::new(*cost.grid());
+    group.bench_function("one_field", |b| {
+        b.iter(|| {
+            builder.build_into(&cost, &[goal], model, &mut out).unwrap();
+            builder.flow_into(&mut flow).unwrap();
+        })
+    });
+    let g = *cost.grid();
+    group.bench_function("pathfinding_dijkstra_all", |b| {
+        b.iter(|| {
+            let successors = |&c: &UVec2| {
+                Dir8::ALL
+                    .into_iter()
+                    .filter_map(|dir| {
+                        let j = g.neighbour(c, dir)?;
+                        cost.can_step(j, dir.opposite())
+                            .then(|| (j, model.step(dir.opposite(), cost.get(j).unwrap())))
+                    })
+                    .collect::<Vec<_>>()
+            };
+            black_box(pathfinding::prelude::dijkstra_all(&goal, successors).len())
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, fields, astar_vs_field);
+criterion_main!(benches);

@@ -189,9 +189,11 @@ pub fn parse_map(bytes: &[u8], file: &str) -> Result<CostField, MapError> {
     }
     let (w, wl) = width.ok_or_else(|| header(map_line, "no 'width' line".into()))?;
     let (h, hl) = height.ok_or_else(|| header(map_line, "no 'height' line".into()))?;
+    // Name the line of the dimension at fault (the height's when both are).
+    let bad_line = if h == 0 || h > MAX_SIDE as u64 { hl } else { wl };
     let size_err = |reason: String| MapError::Size {
         file: file.to_owned(),
-        line: wl.max(hl),
+        line: bad_line,
         width: w,
         height: h,
         reason,
