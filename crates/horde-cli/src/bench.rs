@@ -67,7 +67,11 @@ pub fn reachable_starts(field: &IntegrationField, n: usize, seed: u64) -> Vec<UV
     }
     let mut rng = Pcg64::seed_from_u64(seed);
     (0..n)
-        .map(|_| field.grid().cell(reachable[rng.random_range(0..reachable.len())]))
+        .map(|_| {
+            field
+                .grid()
+                .cell(reachable[rng.random_range(0..reachable.len())])
+        })
         .collect()
 }
 
@@ -212,13 +216,17 @@ pub fn measure(
     };
 
     let integration_ns = median_ns(reps, || {
-        builder.build_into(cost, &[goal], model, &mut field).unwrap();
+        builder
+            .build_into(cost, &[goal], model, &mut field)
+            .unwrap();
     });
     tick(&pb);
     let flow_ns = median_ns(reps, || builder.flow_into(&mut flow).unwrap());
     tick(&pb);
     let field_ns = median_ns(reps, || {
-        builder.build_into(cost, &[goal], model, &mut field).unwrap();
+        builder
+            .build_into(cost, &[goal], model, &mut field)
+            .unwrap();
         builder.flow_into(&mut flow).unwrap();
     });
     tick(&pb);
@@ -289,7 +297,10 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         (Some(m), _) => load_map(m)?,
         (None, Some(s)) => {
             let (w, h) = parse_size(s)?;
-            (horde::maps::scattered_map(w, h, horde::maps::DEMO_SEED)?, format!("generated {w}x{h}"))
+            (
+                horde::maps::scattered_map(w, h, horde::maps::DEMO_SEED)?,
+                format!("generated {w}x{h}"),
+            )
         }
         (None, None) => load_map("builtin")?,
     };
@@ -298,7 +309,9 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             crate::util::check_walkable(&cost, g, "goal")?;
             g
         }
-        None => central_goal(&cost).ok_or_else(|| anyhow::anyhow!("the map has no walkable cell"))?,
+        None => {
+            central_goal(&cost).ok_or_else(|| anyhow::anyhow!("the map has no walkable cell"))?
+        }
     };
     let r = measure(&cost, &name, goal, a.model, &a.units, a.reps, true)?;
     let ns_cell_i = r.integration_ns / r.cells as f64;
@@ -348,7 +361,10 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         a.model.name()
     );
     println!();
-    println!("{:>6} {:>14} {:>14} {:>10}", "units", "A* per unit", "one field", "A*/field");
+    println!(
+        "{:>6} {:>14} {:>14} {:>10}",
+        "units", "A* per unit", "one field", "A*/field"
+    );
     for &(n, t) in &r.table {
         println!(
             "{n:>6} {:>11.1} µs {:>11.1} µs {:>10.2}",
@@ -403,7 +419,11 @@ mod tests {
         let field = IntegrationBuilder::new()
             .build(&cost, &[goal], CostModel::TenFourteen)
             .unwrap();
-        let reachable = field.values().iter().filter(|&&v| v != horde::UNREACHABLE).count();
+        let reachable = field
+            .values()
+            .iter()
+            .filter(|&&v| v != horde::UNREACHABLE)
+            .count();
         assert_eq!(Bfs::new(&cost).run(goal), reachable);
         assert_eq!(
             pathfinding_dijkstra_all(&cost, goal, CostModel::TenFourteen) + 1,

@@ -85,7 +85,10 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         for (k, u) in units.iter_mut().enumerate() {
             if let Some(dir) = flow.dir(*u) {
                 spent[k] += model.step(dir, cost.get(*u).expect("on the map")) as u64;
-                *u = cost.grid().neighbour(*u, dir).expect("arrows stay on the map");
+                *u = cost
+                    .grid()
+                    .neighbour(*u, dir)
+                    .expect("arrows stay on the map");
                 if flow.is_goal(*u) {
                     arrived_at[k] = ticks;
                 }

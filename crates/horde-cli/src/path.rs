@@ -38,7 +38,10 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     println!("time       {:.3} ms", took.as_secs_f64() * 1e3);
     match found {
         None => {
-            println!("path       none: ({}, {}) cannot reach ({}, {})", a.from.x, a.from.y, a.to.x, a.to.y);
+            println!(
+                "path       none: ({}, {}) cannot reach ({}, {})",
+                a.from.x, a.from.y, a.to.x, a.to.y
+            );
             Ok(ExitCode::from(1))
         }
         Some(p) => {

@@ -27,7 +27,13 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         if s.map_size != (cost.width(), cost.height()) {
             bail!(
                 "{}:{}: scenario is for a {}x{} map but {} is {}x{}",
-                a.scen, s.line, s.map_size.0, s.map_size.1, a.map, cost.width(), cost.height()
+                a.scen,
+                s.line,
+                s.map_size.0,
+                s.map_size.1,
+                a.map,
+                cost.width(),
+                cost.height()
             );
         }
     }
@@ -48,7 +54,8 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         settled += astar.settled();
         let err = (got - s.optimal).abs();
         max_error = max_error.max(err);
-        if !(err <= s.tolerance()) {
+        // NaN (no path where one is published) is a mismatch too.
+        if err.is_nan() || err > s.tolerance() {
             mismatches += 1;
             if first_bad.len() < 10 {
                 first_bad.push(format!(
@@ -83,10 +90,17 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         println!("mismatches   {mismatches}");
         println!("max error    {max_error:.3e}");
         println!("queries/s    {qps:.0}");
-        println!("settled/q    {:.0}", settled as f64 / scen.len().max(1) as f64);
+        println!(
+            "settled/q    {:.0}",
+            settled as f64 / scen.len().max(1) as f64
+        );
         for b in &first_bad {
             println!("  mismatch   {b}");
         }
     }
-    Ok(if mismatches == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if mismatches == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

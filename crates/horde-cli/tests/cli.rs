@@ -74,7 +74,12 @@ fn field_dumps_follow_the_contract() {
     let oct = std::fs::read_to_string(oct).unwrap();
     let first: Vec<&str> = oct.lines().next().unwrap().split(' ').collect();
     assert_eq!(first, ["0.000000", "1.000000", "#", "1.000000", "0.000000"]);
-    assert!(oct.lines().nth(1).unwrap().starts_with("1.000000 4.000000 #"));
+    assert!(
+        oct.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("1.000000 4.000000 #")
+    );
 }
 
 #[test]
@@ -83,13 +88,23 @@ fn bad_input_is_named_and_exits_non_zero() {
     std::fs::write(&map, "type octile\nheight 2\nwidth 2\nmap\n..\n.?\n").unwrap();
     let (code, _, err) = horde(&["field", map.to_str().unwrap(), "--goal", "0,0"]);
     assert_ne!(code, 0);
-    assert!(err.contains("bad.map:6: unknown terrain character '?' at cell (1, 1)"), "{err}");
+    assert!(
+        err.contains("bad.map:6: unknown terrain character '?' at cell (1, 1)"),
+        "{err}"
+    );
     let good = tmp("good.map");
     std::fs::write(&good, MAP).unwrap();
     let (code, _, err) = horde(&["field", good.to_str().unwrap(), "--goal", "2,0"]);
     assert_ne!(code, 0);
     assert!(err.contains("goal (2, 0) is on a wall"), "{err}");
-    let (code, _, err) = horde(&["path", good.to_str().unwrap(), "--from", "0,0", "--to", "9,9"]);
+    let (code, _, err) = horde(&[
+        "path",
+        good.to_str().unwrap(),
+        "--from",
+        "0,0",
+        "--to",
+        "9,9",
+    ]);
     assert_ne!(code, 0);
     assert!(err.contains("outside the 5x3 map"), "{err}");
     let (code, _, err) = horde(&["field", "/nonexistent/x.map", "--goal", "0,0"]);
@@ -104,11 +119,25 @@ fn bad_input_is_named_and_exits_non_zero() {
 fn path_reports_cost_and_cells() {
     let map = tmp("p.map");
     std::fs::write(&map, MAP).unwrap();
-    let (code, out, _) = horde(&["path", map.to_str().unwrap(), "--from", "0,2", "--to", "1,0"]);
+    let (code, out, _) = horde(&[
+        "path",
+        map.to_str().unwrap(),
+        "--from",
+        "0,2",
+        "--to",
+        "1,0",
+    ]);
     assert_eq!(code, 0);
     assert!(out.contains("cost       24"), "{out}");
     assert!(out.contains("path       0,2 0,1 1,0"), "{out}");
-    let (code, out, _) = horde(&["path", map.to_str().unwrap(), "--from", "0,0", "--to", "4,0"]);
+    let (code, out, _) = horde(&[
+        "path",
+        map.to_str().unwrap(),
+        "--from",
+        "0,0",
+        "--to",
+        "4,0",
+    ]);
     assert_eq!(code, 1);
     assert!(out.contains("path       none"), "{out}");
 }

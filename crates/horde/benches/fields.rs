@@ -38,13 +38,23 @@ fn fields(c: &mut Criterion) {
             let mut builder = IntegrationBuilder::new();
             let mut field = IntegrationField::new(*cost.grid(), model);
             let mut flow = FlowField::new(*cost.grid());
-            builder.build_into(&cost, &[goal], model, &mut field).unwrap();
-            group.bench_function(BenchmarkId::new(format!("integration/{}", model.name()), name), |b| {
-                b.iter(|| builder.build_into(&cost, black_box(&[goal]), model, &mut field).unwrap())
-            });
-            group.bench_function(BenchmarkId::new(format!("flow/{}", model.name()), name), |b| {
-                b.iter(|| builder.flow_into(&mut flow).unwrap())
-            });
+            builder
+                .build_into(&cost, &[goal], model, &mut field)
+                .unwrap();
+            group.bench_function(
+                BenchmarkId::new(format!("integration/{}", model.name()), name),
+                |b| {
+                    b.iter(|| {
+                        builder
+                            .build_into(&cost, black_box(&[goal]), model, &mut field)
+                            .unwrap()
+                    })
+                },
+            );
+            group.bench_function(
+                BenchmarkId::new(format!("flow/{}", model.name()), name),
+                |b| b.iter(|| builder.flow_into(&mut flow).unwrap()),
+            );
         }
     }
     group.finish();
@@ -54,7 +64,9 @@ fn astar_vs_field(c: &mut Criterion) {
     let cost = horde::maps::demo_map();
     let goal = central_walkable(&cost);
     let model = CostModel::TenFourteen;
-    let field = IntegrationBuilder::new().build(&cost, &[goal], model).unwrap();
+    let field = IntegrationBuilder::new()
+        .build(&cost, &[goal], model)
+        .unwrap();
     // Every 67th reachable cell: 200 spread-out starts.
     let starts: Vec<UVec2> = (0..cost.grid().len())
         .filter(|&i| field.values()[i] != horde::UNREACHABLE)

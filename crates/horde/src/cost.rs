@@ -139,7 +139,9 @@ impl Shape {
             }
             Shape::Circle { center, radius } => {
                 if !center.is_finite() || !radius.is_finite() || *radius < 0.0 {
-                    return Err(format!("circle at {center} with radius {radius} is not valid"));
+                    return Err(format!(
+                        "circle at {center} with radius {radius} is not valid"
+                    ));
                 }
             }
             Shape::ConvexPolygon(pts) => {
@@ -335,8 +337,14 @@ impl CostField {
         match dir.corner_sides() {
             None => true,
             Some((a, b)) => {
-                let ca = self.grid.neighbour(cell, a).expect("side of an on-grid diagonal");
-                let cb = self.grid.neighbour(cell, b).expect("side of an on-grid diagonal");
+                let ca = self
+                    .grid
+                    .neighbour(cell, a)
+                    .expect("side of an on-grid diagonal");
+                let cb = self
+                    .grid
+                    .neighbour(cell, b)
+                    .expect("side of an on-grid diagonal");
                 self.is_walkable(ca) && self.is_walkable(cb)
             }
         }
@@ -483,7 +491,10 @@ mod tests {
         assert!(!f.can_step(UVec2::new(2, 1), Dir8::NW));
         assert!(f.can_step(UVec2::new(0, 1), Dir8::SE));
         assert!(!f.can_step(UVec2::new(0, 0), Dir8::N));
-        assert!(!f.can_step(UVec2::new(1, 0), Dir8::S), "walls cannot be left");
+        assert!(
+            !f.can_step(UVec2::new(1, 0), Dir8::S),
+            "walls cannot be left"
+        );
     }
 
     #[test]
@@ -495,15 +506,26 @@ mod tests {
             Err(CostError::InvertedRect { .. })
         ));
         assert!(f.fill_rect(UVec2::new(2, 2), UVec2::new(4, 3), 5).is_err());
-        assert!(matches!(f.set(UVec2::new(1, 1), 0), Err(CostError::ZeroCost { .. })));
+        assert!(matches!(
+            f.set(UVec2::new(1, 1), 0),
+            Err(CostError::ZeroCost { .. })
+        ));
         let bad = [
             Shape::Box {
                 min: Vec2::ZERO,
                 max: Vec2::ONE,
             },
-            Shape::ConvexPolygon(vec![Vec2::ZERO, Vec2::X, Vec2::ONE, Vec2::Y * 0.2 + Vec2::X * 0.5]),
+            Shape::ConvexPolygon(vec![
+                Vec2::ZERO,
+                Vec2::X,
+                Vec2::ONE,
+                Vec2::Y * 0.2 + Vec2::X * 0.5,
+            ]),
         ];
-        assert!(matches!(f.stamp(&bad, WALL), Err(CostError::BadShape { index: 1, .. })));
+        assert!(matches!(
+            f.stamp(&bad, WALL),
+            Err(CostError::BadShape { index: 1, .. })
+        ));
         assert_eq!(f, before);
     }
 

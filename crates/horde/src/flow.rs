@@ -119,8 +119,7 @@ impl FlowField {
             let src = y * w as usize;
             let dst = (y + 1) * pw + 1;
             pc[dst..dst + w as usize].copy_from_slice(&cost.costs()[src..src + w as usize]);
-            pd[dst..dst + w as usize]
-                .copy_from_slice(&integration.values()[src..src + w as usize]);
+            pd[dst..dst + w as usize].copy_from_slice(&integration.values()[src..src + w as usize]);
         }
         let mut out = FlowField::new(*cost.grid());
         derive(&pc, &pd, pw, integration.model(), &mut out.cells);
@@ -300,8 +299,13 @@ fn derive_row(
     row: &mut [u8],
 ) {
     let w = row.len();
-    let (up, mid, down, terrain) = (&up[..w + 2], &mid[..w + 2], &down[..w + 2], &terrain[..w + 2]);
-    for x in 0..w {
+    let (up, mid, down, terrain) = (
+        &up[..w + 2],
+        &mid[..w + 2],
+        &down[..w + 2],
+        &terrain[..w + 2],
+    );
+    for (x, slot) in row.iter_mut().enumerate() {
         let c = x + 1;
         let t = terrain[c] as u32;
         let (s, g) = (straight * t, diagonal * t);
@@ -331,7 +335,7 @@ fn derive_row(
             dir = if better { d as u8 } else { dir };
         }
         let here = mid[c];
-        row[x] = if t == WALL as u32 {
+        *slot = if t == WALL as u32 {
             FLOW_WALL
         } else if here == UNREACHABLE {
             FLOW_UNREACHABLE
@@ -376,7 +380,8 @@ mod tests {
     #[test]
     fn walls_unreachable_and_goal_are_marked() {
         let mut cost = CostField::new(Grid::new(5, 3).unwrap());
-        cost.fill_rect(UVec2::new(2, 0), UVec2::new(2, 2), WALL).unwrap();
+        cost.fill_rect(UVec2::new(2, 0), UVec2::new(2, 2), WALL)
+            .unwrap();
         let (_, f) = fields(&cost, UVec2::new(0, 0));
         assert_eq!(f.byte(UVec2::new(2, 1)), Some(FLOW_WALL));
         assert_eq!(f.byte(UVec2::new(4, 1)), Some(FLOW_UNREACHABLE));
@@ -413,7 +418,8 @@ mod tests {
         // to the lower direction number), so the blend lies strictly between E and SE.
         let cost = CostField::new(Grid::new(10, 10).unwrap());
         let (_, f) = fields(&cost, UVec2::new(9, 9));
-        let around = [(2, 2), (3, 2), (2, 3), (3, 3)].map(|(x, y)| f.dir(UVec2::new(x, y)).unwrap());
+        let around =
+            [(2, 2), (3, 2), (2, 3), (3, 3)].map(|(x, y)| f.dir(UVec2::new(x, y)).unwrap());
         assert!(around.contains(&Dir8::E) && around.contains(&Dir8::SE));
         let FlowSample::Direction(d) = f.sample_bilinear(Vec2::new(3.0, 3.0)) else {
             panic!("expected a direction")
@@ -421,7 +427,8 @@ mod tests {
         assert!((d.length() - 1.0).abs() < 1e-5);
         assert!(d.x > d.y && d.y > 0.1, "{d}");
         let mut cost = CostField::new(Grid::new(10, 3).unwrap());
-        cost.fill_rect(UVec2::new(0, 2), UVec2::new(9, 2), WALL).unwrap();
+        cost.fill_rect(UVec2::new(0, 2), UVec2::new(9, 2), WALL)
+            .unwrap();
         let (_, f) = fields(&cost, UVec2::new(9, 0));
         let FlowSample::Direction(d) = f.sample_bilinear(Vec2::new(2.0, 1.0)) else {
             panic!()

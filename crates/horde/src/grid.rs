@@ -20,7 +20,9 @@ pub enum GridError {
     #[error("grid size {width}x{height} is empty: both sides must be at least 1")]
     Empty { width: u32, height: u32 },
     /// More cells than [`MAX_CELLS`] or a side above [`MAX_SIDE`].
-    #[error("grid size {width}x{height} is too large (at most {MAX_SIDE} per side and {MAX_CELLS} cells)")]
+    #[error(
+        "grid size {width}x{height} is too large (at most {MAX_SIDE} per side and {MAX_CELLS} cells)"
+    )]
     TooLarge { width: u32, height: u32 },
     /// The cell size or origin is not a finite positive number.
     #[error("cell size {0} is not a finite positive number")]
@@ -30,7 +32,12 @@ pub enum GridError {
     BadOrigin(Vec2),
     /// A cell outside the grid.
     #[error("cell ({x}, {y}) is outside the {width}x{height} grid")]
-    OutOfBounds { x: u32, y: u32, width: u32, height: u32 },
+    OutOfBounds {
+        x: u32,
+        y: u32,
+        width: u32,
+        height: u32,
+    },
 }
 
 /// One of the eight directions a unit can step, numbered clockwise from north.
@@ -74,7 +81,11 @@ impl Dir8 {
     /// assert_eq!(Dir8::from_index(8), None);
     /// ```
     pub const fn from_index(i: u8) -> Option<Dir8> {
-        if i < 8 { Some(Dir8::ALL[i as usize]) } else { None }
+        if i < 8 {
+            Some(Dir8::ALL[i as usize])
+        } else {
+            None
+        }
     }
 
     /// The direction's number, `0..8`.
@@ -282,7 +293,10 @@ mod tests {
             assert_eq!((dx + ox, dy + oy), (0, 0));
             assert_eq!(d.is_diagonal(), dx != 0 && dy != 0);
             if let Some((a, b)) = d.corner_sides() {
-                assert_eq!((a.offset().0 + b.offset().0, a.offset().1 + b.offset().1), (dx, dy));
+                assert_eq!(
+                    (a.offset().0 + b.offset().0, a.offset().1 + b.offset().1),
+                    (dx, dy)
+                );
             }
         }
     }
@@ -290,9 +304,17 @@ mod tests {
     #[test]
     fn sizes_are_checked() {
         assert!(matches!(Grid::new(0, 1), Err(GridError::Empty { .. })));
-        assert!(matches!(Grid::new(MAX_SIDE + 1, 1), Err(GridError::TooLarge { .. })));
+        assert!(matches!(
+            Grid::new(MAX_SIDE + 1, 1),
+            Err(GridError::TooLarge { .. })
+        ));
         assert!(Grid::new(8192, 8192).is_ok());
-        assert!(Grid::new(1, 1).unwrap().with_world(Vec2::ZERO, 0.0).is_err());
+        assert!(
+            Grid::new(1, 1)
+                .unwrap()
+                .with_world(Vec2::ZERO, 0.0)
+                .is_err()
+        );
         assert!(Grid::new(1, 1).unwrap().with_world(Vec2::NAN, 1.0).is_err());
     }
 
@@ -315,6 +337,9 @@ mod tests {
         assert_eq!(g.world_to_cell(Vec2::new(f32::NAN, 0.0)), None);
         assert!(g.index(UVec2::new(7, 0)).is_err());
         assert_eq!(g.neighbour(UVec2::new(0, 0), Dir8::W), None);
-        assert_eq!(g.neighbour(UVec2::new(0, 0), Dir8::SE), Some(UVec2::new(1, 1)));
+        assert_eq!(
+            g.neighbour(UVec2::new(0, 0), Dir8::SE),
+            Some(UVec2::new(1, 1))
+        );
     }
 }

@@ -260,7 +260,7 @@ impl IntegrationBuilder {
         // Buckets no wider than the cheapest step: nothing expanded from a bucket lands in it.
         let shift = 31 - straight.leading_zeros();
         let max_step = diagonal * WALL as u32;
-        let nb = ((diagonal * max_terrain as u32 >> shift) as usize + 2).next_power_of_two();
+        let nb = (((diagonal * max_terrain as u32) >> shift) as usize + 2).next_power_of_two();
         let mask = nb - 1;
         if self.buckets.len() < nb {
             self.buckets.resize_with(nb, Bucket::default);
@@ -435,7 +435,8 @@ mod tests {
     #[test]
     fn walls_and_sealed_rooms_are_unreachable() {
         let mut cost = open(5, 5);
-        cost.fill_rect(UVec2::new(0, 2), UVec2::new(4, 2), WALL).unwrap();
+        cost.fill_rect(UVec2::new(0, 2), UVec2::new(4, 2), WALL)
+            .unwrap();
         let f = IntegrationBuilder::new()
             .build(&cost, &[UVec2::new(0, 0)], CostModel::TenFourteen)
             .unwrap();
@@ -451,7 +452,11 @@ mod tests {
         let f = IntegrationBuilder::new()
             .build(&cost, &[UVec2::new(0, 0)], CostModel::TenFourteen)
             .unwrap();
-        assert_eq!(f.get(UVec2::new(1, 1)), Some(20), "must go round, not cut the corner");
+        assert_eq!(
+            f.get(UVec2::new(1, 1)),
+            Some(20),
+            "must go round, not cut the corner"
+        );
     }
 
     #[test]
@@ -494,7 +499,8 @@ mod tests {
         // A 1-wide serpentine is not needed: a long straight corridor of cost-254 swamp in the
         // octile model passes 2^32 raw units after about 1220 cells.
         let mut cost = open(2000, 1);
-        cost.fill_rect(UVec2::new(0, 0), UVec2::new(1999, 0), 254).unwrap();
+        cost.fill_rect(UVec2::new(0, 0), UVec2::new(1999, 0), 254)
+            .unwrap();
         let r = IntegrationBuilder::new().build(&cost, &[UVec2::new(0, 0)], CostModel::Octile);
         assert!(matches!(r, Err(IntegrationError::Overflow { .. })), "{r:?}");
         // The 10-14 model has room for it.
@@ -507,14 +513,18 @@ mod tests {
     #[test]
     fn a_reused_builder_gives_the_same_field_as_a_fresh_one() {
         let mut cost = open(30, 20);
-        cost.fill_rect(UVec2::new(5, 0), UVec2::new(6, 15), WALL).unwrap();
-        cost.fill_rect(UVec2::new(10, 5), UVec2::new(20, 19), 7).unwrap();
+        cost.fill_rect(UVec2::new(5, 0), UVec2::new(6, 15), WALL)
+            .unwrap();
+        cost.fill_rect(UVec2::new(10, 5), UVec2::new(20, 19), 7)
+            .unwrap();
         let mut reused = IntegrationBuilder::new();
         let mut out = IntegrationField::new(*cost.grid(), CostModel::Octile);
         for goal in [UVec2::new(0, 0), UVec2::new(29, 19), UVec2::new(12, 8)] {
             for model in [CostModel::TenFourteen, CostModel::Octile] {
                 reused.build_into(&cost, &[goal], model, &mut out).unwrap();
-                let fresh = IntegrationBuilder::new().build(&cost, &[goal], model).unwrap();
+                let fresh = IntegrationBuilder::new()
+                    .build(&cost, &[goal], model)
+                    .unwrap();
                 assert_eq!(out, fresh);
             }
         }

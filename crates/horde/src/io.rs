@@ -14,8 +14,8 @@ use thiserror::Error;
 
 use crate::cost::{CostField, CostModel, PLAIN, WALL};
 use crate::flow::{FLOW_GOAL, FLOW_WALL, FlowField};
-use crate::integration::{IntegrationField, UNREACHABLE};
 use crate::grid::{Grid, MAX_CELLS, MAX_SIDE};
+use crate::integration::{IntegrationField, UNREACHABLE};
 
 /// What is wrong with a map or scenario file. `line` is 1-based; `file` is the name given to
 /// the parser (a path, or something like `<built-in>`).
@@ -190,7 +190,11 @@ pub fn parse_map(bytes: &[u8], file: &str) -> Result<CostField, MapError> {
     let (w, wl) = width.ok_or_else(|| header(map_line, "no 'width' line".into()))?;
     let (h, hl) = height.ok_or_else(|| header(map_line, "no 'height' line".into()))?;
     // Name the line of the dimension at fault (the height's when both are).
-    let bad_line = if h == 0 || h > MAX_SIDE as u64 { hl } else { wl };
+    let bad_line = if h == 0 || h > MAX_SIDE as u64 {
+        hl
+    } else {
+        wl
+    };
     let size_err = |reason: String| MapError::Size {
         file: file.to_owned(),
         line: bad_line,
@@ -230,7 +234,11 @@ pub fn parse_map(bytes: &[u8], file: &str) -> Result<CostField, MapError> {
         }
         if raw.len() != w as usize {
             // An empty row followed only by blank lines is the end of a truncated file.
-            if raw.is_empty() && it.by_ref().all(|(_, r)| r.iter().all(u8::is_ascii_whitespace)) {
+            if raw.is_empty()
+                && it
+                    .by_ref()
+                    .all(|(_, r)| r.iter().all(u8::is_ascii_whitespace))
+            {
                 break;
             }
             return Err(MapError::RowLength {
@@ -324,7 +332,11 @@ pub fn integration_text(cost: &CostField, field: &IntegrationField) -> String {
     let w = cost.width() as usize;
     let model = field.model();
     let mut s = String::with_capacity(cost.costs().len() * 6);
-    for (crow, vrow) in cost.costs().chunks_exact(w).zip(field.values().chunks_exact(w)) {
+    for (crow, vrow) in cost
+        .costs()
+        .chunks_exact(w)
+        .zip(field.values().chunks_exact(w))
+    {
         for (x, (&c, &v)) in crow.iter().zip(vrow).enumerate() {
             if x > 0 {
                 s.push(' ');

@@ -55,8 +55,8 @@ fn check_flow(cost: &CostField, values: &[u32], flow: &FlowField, model: CostMod
     }
     // Following the arrows from every reachable cell reaches a goal, costs exactly the value,
     // and never takes more steps than there are cells (no loops).
-    for i in 0..g.len() {
-        if values[i] == UNREACHABLE {
+    for (i, &value) in values.iter().enumerate() {
+        if value == UNREACHABLE {
             continue;
         }
         let mut cell = g.cell(i);
@@ -70,7 +70,7 @@ fn check_flow(cost: &CostField, values: &[u32], flow: &FlowField, model: CostMod
             assert!(steps <= g.len(), "loop through {cell}");
         }
         assert!(flow.is_goal(cell));
-        assert_eq!(spent, values[i] as u64);
+        assert_eq!(spent, value as u64);
     }
 }
 
@@ -172,7 +172,10 @@ fn fields_on_a_large_map_equal_the_reference() {
         let mut b = IntegrationBuilder::new();
         let field = b.build(&cost, &goals, model).unwrap();
         let reference = reference_dijkstra(&cost, &goals, model);
-        let want: Vec<u32> = reference.iter().map(|v| v.map_or(UNREACHABLE, |v| v as u32)).collect();
+        let want: Vec<u32> = reference
+            .iter()
+            .map(|v| v.map_or(UNREACHABLE, |v| v as u32))
+            .collect();
         assert_eq!(field.values(), &want[..]);
         let mut flow = FlowField::new(*cost.grid());
         b.flow_into(&mut flow).unwrap();

@@ -23,7 +23,10 @@ fn astar_on(name: &str, stride: usize) -> (usize, f64) {
         assert_eq!(s.map_size, (cost.width(), cost.height()), "line {}", s.line);
         let from = UVec2::new(s.start.0, s.start.1);
         let to = UVec2::new(s.goal.0, s.goal.1);
-        let raw = astar.search(&cost, from, to, model).unwrap().expect("a path");
+        let raw = astar
+            .search(&cost, from, to, model)
+            .unwrap()
+            .expect("a path");
         let err = (model.to_cost(raw) - s.optimal).abs();
         assert!(
             err <= s.tolerance(),
@@ -44,7 +47,9 @@ fn astar_matches_a_large_sample_of_every_map() {
     let mut total = 0;
     for name in MOVINGAI_MAPS {
         // About 300 queries per map, longest buckets included (the stride walks the whole file).
-        let n = read_scen(movingai_dir().join(format!("{name}.map.scen"))).unwrap().len();
+        let n = read_scen(movingai_dir().join(format!("{name}.map.scen")))
+            .unwrap()
+            .len();
         let (checked, worst) = astar_on(name, (n / 300).max(1));
         eprintln!("{name}: {checked} queries, max error {worst:.2e}");
         total += checked;
@@ -62,13 +67,21 @@ fn integration_fields_give_the_optimal_length_at_the_start() {
         let scen = read_scen(dir.join(format!("{name}.map.scen"))).unwrap();
         let mut field = IntegrationField::new(*cost.grid(), model);
         // Large maps get fewer fields, each checked against every scenario sharing its goal.
-        let per_map = if cost.grid().len() > 200_000 { 100 } else { 250 };
+        let per_map = if cost.grid().len() > 200_000 {
+            100
+        } else {
+            250
+        };
         let stride = (scen.len() / per_map).max(1);
         let mut checked = 0;
         for s in scen.iter().step_by(stride) {
             let goal = UVec2::new(s.goal.0, s.goal.1);
-            builder.build_into(&cost, &[goal], model, &mut field).unwrap();
-            let got = field.cost(UVec2::new(s.start.0, s.start.1)).expect("reachable");
+            builder
+                .build_into(&cost, &[goal], model, &mut field)
+                .unwrap();
+            let got = field
+                .cost(UVec2::new(s.start.0, s.start.1))
+                .expect("reachable");
             assert!(
                 (got - s.optimal).abs() <= s.tolerance(),
                 "{name} line {}: field gives {got}, optimal {}",

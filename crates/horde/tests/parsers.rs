@@ -52,8 +52,16 @@ proptest! {
 #[test]
 fn huge_headers_do_not_allocate_what_they_promise() {
     // 30000 x 30000 would be 900 MB: refused because the file is far too short to hold it.
-    let e = parse_map(b"type octile\nheight 30000\nwidth 30000\nmap\n..\n", "big.map").unwrap_err();
+    let e = parse_map(
+        b"type octile\nheight 30000\nwidth 30000\nmap\n..\n",
+        "big.map",
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("cannot fit"), "{e}");
-    let e = parse_map(b"type octile\nheight 18446744073709551615\nwidth 1\nmap\n", "big.map").unwrap_err();
+    let e = parse_map(
+        b"type octile\nheight 18446744073709551615\nwidth 1\nmap\n",
+        "big.map",
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("big.map:2"), "{e}");
 }

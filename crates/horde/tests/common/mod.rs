@@ -27,7 +27,9 @@ pub fn reference_dijkstra(cost: &CostField, goals: &[UVec2], model: CostModel) -
         let cell = g.cell(i);
         for dir in Dir8::ALL {
             // j is the neighbour in `dir`; the unit at j steps back towards i.
-            let Some(j_cell) = g.neighbour(cell, dir) else { continue };
+            let Some(j_cell) = g.neighbour(cell, dir) else {
+                continue;
+            };
             let back = dir.opposite();
             if !cost.can_step(j_cell, back) {
                 continue;
@@ -45,8 +47,14 @@ pub fn reference_dijkstra(cost: &CostField, goals: &[UVec2], model: CostModel) -
 
 /// A random map with walls, plain ground and (sometimes very costly) terrain.
 pub fn arb_map(max_side: u32) -> impl Strategy<Value = CostField> {
-    (1..=max_side, 1..=max_side, 0u8..60, any::<bool>(), any::<u64>()).prop_map(
-        |(w, h, wall_pct, heavy, seed)| {
+    (
+        1..=max_side,
+        1..=max_side,
+        0u8..60,
+        any::<bool>(),
+        any::<u64>(),
+    )
+        .prop_map(|(w, h, wall_pct, heavy, seed)| {
             let mut s = seed | 1;
             let mut next = move || {
                 // xorshift: the map only needs to vary, not to be statistically good.
@@ -61,15 +69,18 @@ pub fn arb_map(max_side: u32) -> impl Strategy<Value = CostField> {
                     if (r % 100) < wall_pct as u64 {
                         WALL
                     } else if (r >> 8) % 4 == 0 {
-                        if heavy { 1 + ((r >> 16) % 254) as u8 } else { 1 + ((r >> 16) % 5) as u8 }
+                        if heavy {
+                            1 + ((r >> 16) % 254) as u8
+                        } else {
+                            1 + ((r >> 16) % 5) as u8
+                        }
                     } else {
                         1
                     }
                 })
                 .collect();
             CostField::from_costs(Grid::new(w, h).unwrap(), costs).unwrap()
-        },
-    )
+        })
 }
 
 /// Walkable cells picked by the given random numbers (at least one, if any cell is walkable).
@@ -81,7 +92,10 @@ pub fn pick_walkable(cost: &CostField, picks: &[u64]) -> Vec<UVec2> {
     if open.is_empty() {
         return Vec::new();
     }
-    picks.iter().map(|&p| open[(p % open.len() as u64) as usize]).collect()
+    picks
+        .iter()
+        .map(|&p| open[(p % open.len() as u64) as usize])
+        .collect()
 }
 
 /// The Moving AI benchmark folder (shared/ beside the checkout, or `HORDE_MOVINGAI_DIR`).
