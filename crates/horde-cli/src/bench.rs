@@ -347,10 +347,10 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             "dijkstra_all_over_integration": r.dijkstra_all_ns / r.integration_ns,
             "units": table,
         });
-        println!("{v}");
+        outln!("{v}");
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "map {} ({}x{}), {} walkable cells, goal ({}, {}), model {}",
         r.map,
         cost.width(),
@@ -360,47 +360,47 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         r.goal.y,
         a.model.name()
     );
-    println!();
-    println!(
+    outln!();
+    outln!(
         "{:>6} {:>14} {:>14} {:>10}",
         "units", "A* per unit", "one field", "A*/field"
     );
     for &(n, t) in &r.table {
-        println!(
+        outln!(
             "{n:>6} {:>11.1} µs {:>11.1} µs {:>10.2}",
             t / 1e3,
             r.field_ns / 1e3,
             t / r.field_ns
         );
     }
-    println!();
-    println!(
+    outln!();
+    outln!(
         "break-even          {:.2} units (one field = {:.2} A* queries)",
         r.break_even(),
         r.break_even()
     );
-    println!(
+    outln!(
         "field               {:.1} µs = integration {:.1} µs + flow {:.1} µs; {} cells settled",
         r.field_ns / 1e3,
         r.integration_ns / 1e3,
         r.flow_ns / 1e3,
         r.field_settled
     );
-    println!(
+    outln!(
         "per cell            integration {ns_cell_i:.2} ns, flow {ns_cell_f:.2} ns, both {:.2} ns",
         ns_cell_i + ns_cell_f
     );
-    println!(
+    outln!(
         "A*                  {:.1} µs per query, {:.0} cells settled per query",
         r.astar_ns_per_query / 1e3,
         r.astar_settled_mean
     );
-    println!(
+    outln!(
         "plain BFS floor     {:.1} µs  (integration / BFS = {:.2})",
         r.bfs_ns / 1e3,
         r.integration_ns / r.bfs_ns
     );
-    println!(
+    outln!(
         "pathfinding         dijkstra_all {:.1} µs  (dijkstra_all / integration = {:.1})",
         r.dijkstra_all_ns / 1e3,
         r.dijkstra_all_ns / r.integration_ns

@@ -28,7 +28,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     let goal = central_goal(&cost).expect("the demo map has walkable cells");
     let cells = cost.grid().len();
     let walkable = cost.walkable_count();
-    println!(
+    outln!(
         "horde demo: built-in map {}x{}, {walkable} walkable cells ({:.1} %), goal ({}, {}), {} units",
         cost.width(),
         cost.height(),
@@ -40,28 +40,28 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     let n = a.units.max(1);
     let r = measure(&cost, "builtin", goal, model, &[n], Some(31), false)?;
     let astar_total = r.table[0].1;
-    println!();
-    println!("                      cells settled        time");
-    println!(
+    outln!();
+    outln!("                      cells settled        time");
+    outln!(
         "one flow field        {:>13}   {:>9.1} µs  (integration {:.1} + flow {:.1})",
         r.field_settled,
         r.field_ns / 1e3,
         r.integration_ns / 1e3,
         r.flow_ns / 1e3
     );
-    println!(
+    outln!(
         "{n} A* queries {:>9}   {:>9.1} µs  ({:.0} cells and {:.1} µs per unit)",
         (r.astar_settled_mean * n as f64).round() as u64,
         astar_total / 1e3,
         r.astar_settled_mean,
         r.astar_ns_per_query / 1e3
     );
-    println!(
+    outln!(
         "break-even            {:.1} units: from there on one field is cheaper than A* per unit",
         r.break_even()
     );
-    println!();
-    println!(
+    outln!();
+    outln!(
         "memory                cost field {} (1 B/cell), integration {} (4 B/cell), flow field {} (1 B/cell)",
         bytes(cells),
         bytes(cells * 4),
@@ -101,10 +101,10 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         .zip(&spent)
         .all(|(s, &c)| field.get(*s) == Some(c as u32));
     let mean_steps = arrived_at.iter().sum::<usize>() as f64 / n as f64;
-    println!(
+    outln!(
         "units                 {n} of {n} arrived following arrows alone: {mean_steps:.1} steps on average, the last after {ticks}"
     );
-    println!(
+    outln!(
         "                      every unit's path cost equals its integration value: {}",
         if exact { "yes" } else { "NO" }
     );

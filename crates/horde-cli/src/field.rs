@@ -51,26 +51,26 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         .filter(|&&v| v != horde::UNREACHABLE)
         .max()
         .map_or(0.0, |&v| a.model.to_cost(v));
-    println!("map        {name} ({}x{})", cost.width(), cost.height());
-    println!("goals      {}", a.goals.len());
-    println!("model      {}", a.model.name());
-    println!(
+    outln!("map        {name} ({}x{})", cost.width(), cost.height());
+    outln!("goals      {}", a.goals.len());
+    outln!("model      {}", a.model.name());
+    outln!(
         "reachable  {reachable} of {} walkable cells",
         cost.walkable_count()
     );
-    println!("max cost   {max}");
-    println!(
+    outln!("max cost   {max}");
+    outln!(
         "build      integration {:.3} ms, flow {:.3} ms",
         t_int.as_secs_f64() * 1e3,
         t_flow.as_secs_f64() * 1e3
     );
     if let Some(path) = &a.dump_integration {
         write_file(path, &horde::io::integration_text(&cost, &integration))?;
-        println!("wrote      {path}");
+        outln!("wrote      {path}");
     }
     if let Some(path) = &a.dump_flow {
         write_file(path, &horde::io::flow_text(&flow))?;
-        println!("wrote      {path}");
+        outln!("wrote      {path}");
     }
     Ok(ExitCode::SUCCESS)
 }

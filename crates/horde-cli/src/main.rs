@@ -1,6 +1,18 @@
 //! `horde`: the command-line face of the horde library. Each subcommand lives in its own module
 //! and only wires the library to files, flags and output.
 
+/// `println!` that returns an error instead of panicking when stdout is closed (`horde | head`).
+macro_rules! outln {
+    () => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock())?
+    }};
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
+
 mod bench;
 mod demo;
 mod field;
@@ -49,6 +61,13 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
+            let closed = e
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe);
+            if closed {
+                // The reader went away (`horde | head`): nothing more to say, not a failure.
+                return ExitCode::SUCCESS;
+            }
             eprintln!("error: {e:#}");
             ExitCode::from(2)
         }

@@ -32,13 +32,13 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     let started = Instant::now();
     let found = astar.find_path(&cost, a.from, a.to, a.model)?;
     let took = started.elapsed();
-    println!("map        {name} ({}x{})", cost.width(), cost.height());
-    println!("model      {}", a.model.name());
-    println!("settled    {} cells", astar.settled());
-    println!("time       {:.3} ms", took.as_secs_f64() * 1e3);
+    outln!("map        {name} ({}x{})", cost.width(), cost.height());
+    outln!("model      {}", a.model.name());
+    outln!("settled    {} cells", astar.settled());
+    outln!("time       {:.3} ms", took.as_secs_f64() * 1e3);
     match found {
         None => {
-            println!(
+            outln!(
                 "path       none: ({}, {}) cannot reach ({}, {})",
                 a.from.x, a.from.y, a.to.x, a.to.y
             );
@@ -49,10 +49,10 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                 CostModel::TenFourteen => p.cost.to_string(),
                 CostModel::Octile => format!("{:.6}", a.model.to_cost(p.cost)),
             };
-            println!("cost       {cost_text}");
-            println!("steps      {}", p.cells.len() - 1);
+            outln!("cost       {cost_text}");
+            outln!("steps      {}", p.cells.len() - 1);
             let cells: Vec<String> = p.cells.iter().map(|c| format!("{},{}", c.x, c.y)).collect();
-            println!("path       {}", cells.join(" "));
+            outln!("path       {}", cells.join(" "));
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -83,19 +83,19 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             "settled_cells_mean": settled as f64 / scen.len().max(1) as f64,
             "seconds": secs,
         });
-        println!("{v}");
+        outln!("{v}");
     } else {
-        println!("map          {}", a.map);
-        println!("queries      {}", scen.len());
-        println!("mismatches   {mismatches}");
-        println!("max error    {max_error:.3e}");
-        println!("queries/s    {qps:.0}");
-        println!(
+        outln!("map          {}", a.map);
+        outln!("queries      {}", scen.len());
+        outln!("mismatches   {mismatches}");
+        outln!("max error    {max_error:.3e}");
+        outln!("queries/s    {qps:.0}");
+        outln!(
             "settled/q    {:.0}",
             settled as f64 / scen.len().max(1) as f64
         );
         for b in &first_bad {
-            println!("  mismatch   {b}");
+            outln!("  mismatch   {b}");
         }
     }
     Ok(if mismatches == 0 {

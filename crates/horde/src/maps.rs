@@ -41,7 +41,7 @@ pub fn scattered_map(width: u32, height: u32, seed: u64) -> Result<CostField, Gr
     let (w, h) = (width as usize, height as usize);
     let n = grid.len();
     let mut costs = vec![PLAIN; n];
-    let target = n * 17 / 100;
+    let target = n * 19 / 100;
     let mut walls = 0;
     let mut guard = 0;
     while walls < target && guard < n * 4 {
