@@ -52,3 +52,8 @@ pub use integration::{
     IntegrationBuilder, IntegrationError, IntegrationField, UNREACHABLE, WaveStats,
 };
 pub use io::MapError;
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
