@@ -363,7 +363,10 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     outln!();
     outln!(
         "{:>6} {:>14} {:>14} {:>10}",
-        "units", "A* per unit", "one field", "A*/field"
+        "units",
+        "A* per unit",
+        "one field",
+        "A*/field"
     );
     for &(n, t) in &r.table {
         outln!(

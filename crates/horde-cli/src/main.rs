@@ -15,6 +15,7 @@ macro_rules! outln {
 
 mod bench;
 mod demo;
+mod dungeon;
 mod field;
 mod path;
 mod scen;
@@ -46,6 +47,8 @@ enum Command {
     Scen(scen::Args),
     /// Measure fields against A*, a plain BFS and the `pathfinding` crate (release build).
     Bench(bench::Args),
+    /// Generate a dungeon: rooms, Delaunay + spanning tree, A* corridors; export it.
+    Dungeon(dungeon::Args),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
         Some(Command::Path(a)) => path::run(&a),
         Some(Command::Scen(a)) => scen::run(&a),
         Some(Command::Bench(a)) => bench::run(&a),
+        Some(Command::Dungeon(a)) => dungeon::run(&a),
     };
     match result {
         Ok(code) => code,

@@ -40,7 +40,10 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         None => {
             outln!(
                 "path       none: ({}, {}) cannot reach ({}, {})",
-                a.from.x, a.from.y, a.to.x, a.to.y
+                a.from.x,
+                a.from.y,
+                a.to.x,
+                a.to.y
             );
             Ok(ExitCode::from(1))
         }

@@ -208,3 +208,67 @@ fn demo_runs_on_the_built_in_map() {
     assert!(out.contains("equals its integration value: yes"), "{out}");
     assert!(out.contains("flow field 16.0 KiB"), "{out}");
 }
+
+#[test]
+fn dungeon_exports_a_map_a_png_and_tiled_json() {
+    let (map, png_path, json) = (tmp("d.map"), tmp("d.png"), tmp("d.json"));
+    let (code, out, err) = horde(&[
+        "dungeon",
+        "--seed",
+        "3",
+        "--out",
+        map.to_str().unwrap(),
+        "--png",
+        png_path.to_str().unwrap(),
+        "--scale",
+        "4",
+        "--tiled",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("rooms            12 placed of 12 requested"),
+        "{out}"
+    );
+    assert!(out.contains("room crossings   0"), "{out}");
+    // The ASCII map printed is the golden one for this seed's library output.
+    let ascii: Vec<&str> = out.lines().take(100).collect();
+    assert!(ascii.iter().all(|l| l.len() == 100));
+    // The .map file is a valid map for every other command.
+    let (code, _, err) = horde(&[
+        "bench",
+        "--map",
+        map.to_str().unwrap(),
+        "--units",
+        "1",
+        "--reps",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // The PNG: 4 px per tile, rock dark, and a room tile green.
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(&png_path).unwrap(),
+    ));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), (400, 400));
+    let px = |x: u32, y: u32| {
+        let i = ((y * info.width + x) * 3) as usize;
+        [buf[i], buf[i + 1], buf[i + 2]]
+    };
+    assert_eq!(px(0, 0), [38, 40, 48]);
+    let (row, col) = ascii
+        .iter()
+        .enumerate()
+        .find_map(|(y, l)| l.find('.').map(|x| (y as u32, x as u32)))
+        .unwrap();
+    assert_eq!(px(col * 4 + 2, row * 4 + 2), [86, 178, 92]);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    assert_eq!(
+        json["layers"][0]["data"].as_array().unwrap().len(),
+        100 * 100
+    );
+    assert_eq!(json["layers"][0]["encoding"], "csv");
+}

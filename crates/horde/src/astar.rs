@@ -83,6 +83,7 @@ pub struct AStar {
     settled: usize,
     width: usize,
     last_goal: Option<(UVec2, UVec2)>,
+    four_connected: bool,
 }
 
 impl std::fmt::Debug for OpenEntry {
@@ -95,6 +96,22 @@ impl AStar {
     /// An empty context.
     pub fn new() -> AStar {
         AStar::default()
+    }
+
+    /// A context that only takes straight steps (N, E, S, W): for corridors that units which
+    /// may not cut corners can always walk.
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::{AStar, CostField, CostModel, Grid};
+    /// let cost = CostField::new(Grid::new(5, 5).unwrap());
+    /// let mut astar = AStar::new().four_connected(true);
+    /// let c = astar.search(&cost, UVec2::new(0, 0), UVec2::new(3, 2), CostModel::TenFourteen).unwrap();
+    /// assert_eq!(c, Some(50));
+    /// ```
+    pub fn four_connected(mut self, yes: bool) -> AStar {
+        self.four_connected = yes;
+        self
     }
 
     /// Cells settled (expanded) by the last query.
@@ -155,7 +172,15 @@ impl AStar {
 
         let base = model.base_costs();
         let (tx, ty) = (to.x, to.y);
-        let heuristic = |x: u32, y: u32| model.heuristic(x.abs_diff(tx), y.abs_diff(ty));
+        let four = self.four_connected;
+        let heuristic = |x: u32, y: u32| {
+            let (dx, dy) = (x.abs_diff(tx), y.abs_diff(ty));
+            if four {
+                model.straight() * (dx + dy)
+            } else {
+                model.heuristic(dx, dy)
+            }
+        };
         self.nodes[si] = NodeState { g: 0, generation };
         self.came_from[si] = u8::MAX;
         self.open.push(OpenEntry::new(
@@ -182,15 +207,16 @@ impl AStar {
             let s_ok = walk(y + 1 < h, c + w);
             let w_ok = walk(x > 0, c.wrapping_sub(1));
             let e_ok = walk(x + 1 < w, c + 1);
+            let diagonals = !four;
             let allowed = [
                 n_ok,
-                n_ok && e_ok,
+                diagonals && n_ok && e_ok,
                 e_ok,
-                s_ok && e_ok,
+                diagonals && s_ok && e_ok,
                 s_ok,
-                s_ok && w_ok,
+                diagonals && s_ok && w_ok,
                 w_ok,
-                n_ok && w_ok,
+                diagonals && n_ok && w_ok,
             ];
             for dir in 0..8 {
                 if !allowed[dir] {
@@ -217,7 +243,8 @@ impl AStar {
                 *node = NodeState { g: ng, generation };
                 self.came_from[j] = dir as u8;
                 let hf = heuristic(nx as u32, ny as u32);
-                self.open.push(OpenEntry::new(ng.saturating_add(hf), ng, nx, ny));
+                self.open
+                    .push(OpenEntry::new(ng.saturating_add(hf), ng, nx, ny));
             }
         }
         Ok(None)

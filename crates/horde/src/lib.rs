@@ -4,7 +4,8 @@
 //! 1-byte-per-cell flow field per goal, read by every unit heading there; A* for lone units.
 //!
 //! The modules follow the pipeline: [`grid`] → [`cost`] → [`integration`] → [`flow`], with
-//! [`astar`] for single paths, [`io`] for map files and [`maps`] for built-in maps.
+//! [`astar`] for single paths, `dungeon` for procedural levels (feature `dungeon`), [`io`] for map
+//! files and [`maps`] for built-in maps.
 //!
 //! ```
 //! use glam::{UVec2, Vec2};
@@ -36,6 +37,8 @@
 
 pub mod astar;
 pub mod cost;
+#[cfg(feature = "dungeon")]
+pub mod dungeon;
 pub mod flow;
 pub mod grid;
 pub mod integration;

@@ -1,0 +1,137 @@
+//! `horde dungeon`: seed 004's generator from the command line, with exports.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use horde::dungeon::{Dungeon, DungeonConfig, Tile, generate};
+
+use crate::util::write_file;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Map size in tiles.
+    #[arg(long, default_value = "100x100", value_name = "WxH")]
+    size: String,
+    /// Rooms to place.
+    #[arg(long, default_value_t = 12)]
+    rooms: usize,
+    /// Random seed: the same seed and options give the same dungeon everywhere.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Fraction of the non-tree Delaunay edges carved as extra corridors (loops).
+    #[arg(long, default_value_t = 0.15)]
+    loops: f32,
+    /// Corridor width in tiles.
+    #[arg(long, default_value_t = 1)]
+    corridor_width: u32,
+    /// Smallest and largest room side, e.g. 5..14.
+    #[arg(long, default_value = "5..14", value_name = "MIN..MAX")]
+    room_size: String,
+    /// Write the dungeon as a Moving AI .map (floor walkable, rock wall).
+    #[arg(long, value_name = "FILE.map")]
+    out: Option<String>,
+    /// Write a PNG: rooms green, corridors yellow, doors orange, rock dark.
+    #[arg(long, value_name = "FILE.png")]
+    png: Option<String>,
+    /// Pixels per tile in the PNG.
+    #[arg(long, default_value_t = 6)]
+    scale: u32,
+    /// Write a Tiled map (JSON with a CSV tile layer).
+    #[arg(long, value_name = "FILE.json")]
+    tiled: Option<String>,
+}
+
+fn parse_pair(s: &str, sep: &str, what: &str) -> Result<(u32, u32)> {
+    let (a, b) = s
+        .split_once(sep)
+        .with_context(|| format!("{what} '{s}' is not A{sep}B"))?;
+    Ok((
+        a.trim().parse().with_context(|| format!("{what} '{s}'"))?,
+        b.trim().parse().with_context(|| format!("{what} '{s}'"))?,
+    ))
+}
+
+/// Colour of a tile in pictures.
+pub fn tile_rgb(t: Tile) -> [u8; 3] {
+    match t {
+        Tile::Wall => [38, 40, 48],
+        Tile::Room => [86, 178, 92],
+        Tile::Corridor => [232, 202, 64],
+        Tile::Door => [222, 128, 44],
+    }
+}
+
+/// Write the dungeon as an RGB PNG, `scale` pixels per tile.
+pub fn write_png(d: &Dungeon, scale: u32, path: &str) -> Result<()> {
+    let scale = scale.clamp(1, 64);
+    let (w, h) = (d.width() * scale, d.height() * scale);
+    let mut rgb = vec![0u8; (w * h * 3) as usize];
+    for (py, row) in rgb.chunks_exact_mut((w * 3) as usize).enumerate() {
+        let ty = py as u32 / scale;
+        for (px, pixel) in row.chunks_exact_mut(3).enumerate() {
+            let tx = px as u32 / scale;
+            let tile = d.tiles()[(ty * d.width() + tx) as usize];
+            pixel.copy_from_slice(&tile_rgb(tile));
+        }
+    }
+    let file = std::fs::File::create(path).with_context(|| format!("cannot write {path}"))?;
+    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), w, h);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    let mut writer = enc
+        .write_header()
+        .with_context(|| format!("cannot write {path}"))?;
+    writer
+        .write_image_data(&rgb)
+        .with_context(|| format!("cannot write {path}"))?;
+    Ok(())
+}
+
+pub fn run(a: &Args) -> Result<ExitCode> {
+    let (width, height) = parse_pair(&a.size, "x", "--size")?;
+    let (room_min, room_max) = parse_pair(&a.room_size, "..", "--room-size")?;
+    let config = DungeonConfig {
+        width,
+        height,
+        rooms: a.rooms,
+        room_min,
+        room_max,
+        loops: a.loops,
+        corridor_width: a.corridor_width,
+        ..DungeonConfig::default()
+    };
+    let started = Instant::now();
+    let d = generate(&config, a.seed)?;
+    let took = started.elapsed();
+    if d.width() <= 160 && d.height() <= 100 {
+        outln!("{}", d.to_ascii().trim_end());
+    }
+    let tree = d.corridors().iter().filter(|c| c.in_tree).count();
+    outln!(
+        "rooms            {} placed of {} requested",
+        d.rooms().len(),
+        d.rooms_requested()
+    );
+    outln!(
+        "corridors        {} ({tree} spanning tree + {} loops)",
+        d.corridors().len(),
+        d.corridors().len() - tree
+    );
+    outln!("corridor tiles   {}", d.corridor_tiles());
+    outln!("room crossings   {}", d.room_crossings());
+    outln!("generation       {:.3} ms", took.as_secs_f64() * 1e3);
+    if let Some(p) = &a.out {
+        write_file(p, &horde::io::write_map(&d.to_cost_field())?)?;
+        outln!("wrote            {p}");
+    }
+    if let Some(p) = &a.png {
+        write_png(&d, a.scale, p)?;
+        outln!("wrote            {p}");
+    }
+    if let Some(p) = &a.tiled {
+        write_file(p, &d.to_tiled_json())?;
+        outln!("wrote            {p}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
