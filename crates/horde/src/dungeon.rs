@@ -489,9 +489,12 @@ fn carve(tiles: &mut [Tile], dig: &mut CostField, w: u32, h: u32, p: UVec2, widt
     }
 }
 
+/// An edge of the room graph: two room indices, smaller first.
+type RoomEdge = (usize, usize);
+
 /// The minimum spanning tree of the rooms' Delaunay triangulation, and the triangulation's other
 /// edges. Collinear or too few centres fall back to the complete graph, whose tree is the chain.
-fn room_graph(rooms: &[Room]) -> (Vec<(usize, usize)>, Vec<(usize, usize)>) {
+fn room_graph(rooms: &[Room]) -> (Vec<RoomEdge>, Vec<RoomEdge>) {
     let n = rooms.len();
     if n < 2 {
         return (Vec::new(), Vec::new());
