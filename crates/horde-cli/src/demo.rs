@@ -3,22 +3,91 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use horde::{CostModel, FlowField, IntegrationBuilder};
 
 use crate::bench::{central_goal, measure, reachable_starts};
-use crate::util::bytes;
+use crate::render::{
+    ARROW_RGB, Canvas, GOAL_RGB, GROUND_RGB, GifWriter, Layer, Palette, UNIT_RGB, WALL_RGB,
+    field_picture, indexed_disc, terrain_rgb,
+};
+use crate::util::{bytes, progress, reveal_after_a_second};
+
+/// Sub-frames drawn between two cells of a unit's walk.
+const SUBFRAMES: usize = 3;
+
+/// The units' walk as a GIF over the terrain and the arrows, 4 pixels per cell, 20 frames a second.
+fn write_gif(
+    cost: &horde::CostField,
+    flow: &FlowField,
+    goal: glam::UVec2,
+    history: &[Vec<glam::UVec2>],
+    path: &str,
+) -> Result<usize> {
+    let scale = 4;
+    let mut background = Canvas::new(cost.width(), cost.height(), scale)?;
+    background.terrain(cost);
+    background.flow(flow, background.arrow_block(8));
+    background.goals(&[goal]);
+    let mut specials = vec![
+        WALL_RGB,
+        GROUND_RGB,
+        ARROW_RGB,
+        GOAL_RGB,
+        UNIT_RGB[0],
+        UNIT_RGB[1],
+    ];
+    specials.extend([3u8, 6].map(terrain_rgb));
+    let palette = Palette::new(&specials);
+    let base = palette.quantize(&background.rgba());
+    let (w, h) = (background.width(), background.height());
+    let mut gif = GifWriter::create(path, w, h, 20, palette)?;
+    let moving = gif.palette().index(UNIT_RGB[0]);
+    let arrived = gif.palette().index(UNIT_RGB[1]);
+    let frames = (history.len() - 1) * SUBFRAMES + 1;
+    let pb = progress(frames as u64, "demo.gif");
+    let started = std::time::Instant::now();
+    let s = scale as f32;
+    for f in 0..frames {
+        let (t, k) = (f / SUBFRAMES, f % SUBFRAMES);
+        let mut pixels = base.clone();
+        for (u, &from) in history[t].iter().enumerate() {
+            let to = history.get(t + 1).map_or(from, |next| next[u]);
+            let p = from
+                .as_vec2()
+                .lerp(to.as_vec2(), k as f32 / SUBFRAMES as f32)
+                + 0.5;
+            let colour = if flow.is_goal(from) { arrived } else { moving };
+            indexed_disc(&mut pixels, w, p * s, 0.4 * s, colour);
+        }
+        gif.frame(&pixels)?;
+        pb.inc(1);
+        reveal_after_a_second(&pb, started);
+    }
+    pb.finish_and_clear();
+    Ok(gif.frames())
+}
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Number of units.
     #[arg(long, default_value_t = 200)]
     pub units: usize,
+    /// Folder for demo.png (all layers) and demo.gif (the units moving).
+    #[arg(long, default_value = "horde-demo")]
+    pub out_dir: String,
+    /// Skip the pictures.
+    #[arg(long)]
+    pub no_pictures: bool,
 }
 
 impl Default for Args {
     fn default() -> Self {
-        Args { units: 200 }
+        Args {
+            units: 200,
+            out_dir: "horde-demo".to_owned(),
+            no_pictures: false,
+        }
     }
 }
 
@@ -77,6 +146,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     let mut spent = vec![0u64; n];
     let mut ticks = 0;
     let mut arrived_at = vec![0usize; n];
+    let mut history = vec![units.clone()];
     while units.iter().any(|&u| !flow.is_goal(u)) {
         ticks += 1;
         if ticks > cells {
@@ -94,6 +164,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                 }
             }
         }
+        history.push(units.clone());
     }
     let starts = reachable_starts(&field, n, 11);
     let exact = starts
@@ -110,6 +181,38 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     );
     if !exact {
         bail!("a unit's path cost differs from its integration value");
+    }
+    if !a.no_pictures {
+        std::fs::create_dir_all(&a.out_dir)
+            .with_context(|| format!("cannot create {}", a.out_dir))?;
+        let png = format!("{}/demo.png", a.out_dir);
+        let (mut picture, mut legend) = field_picture(
+            &cost,
+            &field,
+            &flow,
+            &[goal],
+            &[
+                Layer::Terrain,
+                Layer::Integration,
+                Layer::Flow,
+                Layer::Goals,
+            ],
+            6,
+        )?;
+        for s in &starts {
+            picture.disc(s.as_vec2() + 0.5, 0.35, UNIT_RGB[0], true);
+        }
+        legend.insert(
+            legend.len() - 1,
+            (UNIT_RGB[0], format!("{n} units at their starts")),
+        );
+        picture.legend(&legend);
+        picture.save_png(&png)?;
+        let gif = format!("{}/demo.gif", a.out_dir);
+        let frames = write_gif(&cost, &flow, goal, &history, &gif)?;
+        outln!();
+        outln!("pictures              {png} (all layers, units at their starts)");
+        outln!("                      {gif} ({frames} frames: the units following the arrows)");
     }
     Ok(ExitCode::SUCCESS)
 }

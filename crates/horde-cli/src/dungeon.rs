@@ -4,6 +4,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+
+use crate::render::Canvas;
 use horde::dungeon::{Dungeon, DungeonConfig, Tile, generate};
 
 use crate::util::write_file;
@@ -62,30 +64,16 @@ pub fn tile_rgb(t: Tile) -> [u8; 3] {
     }
 }
 
-/// Write the dungeon as an RGB PNG, `scale` pixels per tile.
+/// Write the dungeon as a PNG, `scale` pixels per tile, with a legend.
 pub fn write_png(d: &Dungeon, scale: u32, path: &str) -> Result<()> {
-    let scale = scale.clamp(1, 64);
-    let (w, h) = (d.width() * scale, d.height() * scale);
-    let mut rgb = vec![0u8; (w * h * 3) as usize];
-    for (py, row) in rgb.chunks_exact_mut((w * 3) as usize).enumerate() {
-        let ty = py as u32 / scale;
-        for (px, pixel) in row.chunks_exact_mut(3).enumerate() {
-            let tx = px as u32 / scale;
-            let tile = d.tiles()[(ty * d.width() + tx) as usize];
-            pixel.copy_from_slice(&tile_rgb(tile));
-        }
-    }
-    let file = std::fs::File::create(path).with_context(|| format!("cannot write {path}"))?;
-    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), w, h);
-    enc.set_color(png::ColorType::Rgb);
-    enc.set_depth(png::BitDepth::Eight);
-    let mut writer = enc
-        .write_header()
-        .with_context(|| format!("cannot write {path}"))?;
-    writer
-        .write_image_data(&rgb)
-        .with_context(|| format!("cannot write {path}"))?;
-    Ok(())
+    let mut c = Canvas::new(d.width(), d.height(), scale.clamp(1, 64))?;
+    c.fill_cells(|i| Some(tile_rgb(d.tiles()[i])));
+    c.legend(&[
+        (tile_rgb(Tile::Room), "room".to_owned()),
+        (tile_rgb(Tile::Corridor), "corridor".to_owned()),
+        (tile_rgb(Tile::Door), "door".to_owned()),
+    ]);
+    c.save_png(path)
 }
 
 pub fn run(a: &Args) -> Result<ExitCode> {

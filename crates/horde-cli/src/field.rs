@@ -7,11 +7,12 @@ use anyhow::Result;
 use glam::UVec2;
 use horde::{CostModel, FlowField, IntegrationBuilder};
 
+use crate::render::{Canvas, Layer, field_picture};
 use crate::util::{check_walkable, load_map, parse_cell, write_file};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A Moving AI .map file (digits 1-9 = terrain cost), or `builtin` for the built-in map.
+    /// A Moving AI .map file (digits 1-9 = terrain cost), a greyscale PNG, or `builtin`.
     map: String,
     /// A goal cell; repeat for several goals (each cell heads for the nearest).
     #[arg(long = "goal", value_name = "X,Y", required = true, value_parser = parse_cell)]
@@ -25,6 +26,19 @@ pub struct Args {
     /// Write the flow field: digits 0-7 (0 = N, clockwise), `G` goal, `#` wall, `-` unreachable.
     #[arg(long, value_name = "FILE")]
     dump_flow: Option<String>,
+    /// Draw the fields as a PNG.
+    #[arg(long, value_name = "FILE.png")]
+    png: Option<String>,
+    /// Layers of the picture.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "terrain,integration,flow,goals"
+    )]
+    layers: Vec<Layer>,
+    /// Pixels per cell (default: about 1024 pixels across).
+    #[arg(long)]
+    scale: Option<u32>,
 }
 
 pub fn run(a: &Args) -> Result<ExitCode> {
@@ -71,6 +85,22 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     if let Some(path) = &a.dump_flow {
         write_file(path, &horde::io::flow_text(&flow))?;
         outln!("wrote      {path}");
+    }
+    if let Some(path) = &a.png {
+        let scale = a
+            .scale
+            .unwrap_or_else(|| Canvas::auto_scale(cost.width(), cost.height(), 1024));
+        let started = Instant::now();
+        let (mut picture, legend) =
+            field_picture(&cost, &integration, &flow, &a.goals, &a.layers, scale)?;
+        picture.legend(&legend);
+        picture.save_png(path)?;
+        outln!(
+            "wrote      {path} ({}x{} px, {:.0} ms)",
+            picture.width(),
+            picture.height(),
+            started.elapsed().as_secs_f64() * 1e3
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -18,6 +18,7 @@ mod demo;
 mod dungeon;
 mod field;
 mod path;
+mod render;
 mod scen;
 mod util;
 
@@ -33,6 +34,9 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Largest map a greyscale PNG may describe, in cells (pixels).
+    #[arg(long, global = true, default_value_t = util::MAX_IMAGE_CELLS)]
+    max_cells: u64,
 }
 
 #[derive(Subcommand)]
@@ -53,6 +57,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    util::set_max_image_cells(cli.max_cells);
     let result = match cli.command {
         None => demo::run(&demo::Args::default()),
         Some(Command::Demo(a)) => demo::run(&a),

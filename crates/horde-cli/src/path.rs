@@ -7,11 +7,12 @@ use anyhow::Result;
 use glam::UVec2;
 use horde::{AStar, CostModel};
 
+use crate::render::{Canvas, GOAL_RGB, PATH_RGB, UNIT_RGB};
 use crate::util::{check_walkable, load_map, parse_cell};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A Moving AI .map file, or `builtin` for the built-in map.
+    /// A Moving AI .map file, a greyscale PNG, or `builtin` for the built-in map.
     map: String,
     /// Start cell.
     #[arg(long, value_name = "X,Y", value_parser = parse_cell)]
@@ -22,6 +23,12 @@ pub struct Args {
     /// Step costs: `10-14` or `octile`.
     #[arg(long, default_value = "10-14")]
     model: CostModel,
+    /// Draw the terrain and the path as a PNG.
+    #[arg(long, value_name = "FILE.png")]
+    png: Option<String>,
+    /// Pixels per cell (default: about 1024 pixels across).
+    #[arg(long)]
+    scale: Option<u32>,
 }
 
 pub fn run(a: &Args) -> Result<ExitCode> {
@@ -56,6 +63,23 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             outln!("steps      {}", p.cells.len() - 1);
             let cells: Vec<String> = p.cells.iter().map(|c| format!("{},{}", c.x, c.y)).collect();
             outln!("path       {}", cells.join(" "));
+            if let Some(png) = &a.png {
+                let scale = a
+                    .scale
+                    .unwrap_or_else(|| Canvas::auto_scale(cost.width(), cost.height(), 1024));
+                let mut c = Canvas::new(cost.width(), cost.height(), scale)?;
+                c.terrain(&cost);
+                c.path(&p.cells);
+                c.disc(a.from.as_vec2() + 0.5, 0.45, UNIT_RGB[1], true);
+                c.goals(&[a.to]);
+                c.legend(&[
+                    (PATH_RGB, format!("A* path, cost {cost_text}")),
+                    (UNIT_RGB[1], "start".to_owned()),
+                    (GOAL_RGB, "goal".to_owned()),
+                ]);
+                c.save_png(png)?;
+                outln!("wrote      {png}");
+            }
             Ok(ExitCode::SUCCESS)
         }
     }

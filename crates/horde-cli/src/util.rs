@@ -7,10 +7,26 @@ use glam::UVec2;
 use horde::CostField;
 use indicatif::{ProgressBar, ProgressStyle};
 
-/// The MAP argument: a Moving AI `.map` file, or `builtin` for the built-in demo map.
+/// Largest map, in cells, that a greyscale PNG may describe by default (64 Mi: 8192 × 8192).
+pub const MAX_IMAGE_CELLS: u64 = 1 << 26;
+
+/// The `--max-cells` the user gave, set once at start-up.
+static IMAGE_CELLS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+
+/// Record `--max-cells`.
+pub fn set_max_image_cells(cells: u64) {
+    let _ = IMAGE_CELLS.set(cells);
+}
+
+/// The MAP argument: a Moving AI `.map` file, a greyscale `.png` (black wall, white ground, grey
+/// costlier terrain), or `builtin` for the built-in demo map.
 pub fn load_map(arg: &str) -> Result<(CostField, String)> {
     if arg == "builtin" {
         return Ok((horde::maps::demo_map(), "builtin".to_owned()));
+    }
+    if arg.to_ascii_lowercase().ends_with(".png") {
+        let cells = *IMAGE_CELLS.get().unwrap_or(&MAX_IMAGE_CELLS);
+        return Ok((crate::render::read_heightmap(arg, cells)?, arg.to_owned()));
     }
     let cost = horde::io::read_map(arg)?;
     Ok((cost, arg.to_owned()))

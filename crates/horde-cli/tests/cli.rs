@@ -201,7 +201,7 @@ fn bench_json_has_the_agreed_keys() {
 
 #[test]
 fn demo_runs_on_the_built_in_map() {
-    let (code, out, err) = horde(&[]);
+    let (code, out, err) = horde(&["demo", "--no-pictures"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("built-in map 128x128"), "{out}");
     assert!(out.contains("200 of 200 arrived"), "{out}");
@@ -245,24 +245,22 @@ fn dungeon_exports_a_map_a_png_and_tiled_json() {
         "1",
     ]);
     assert_eq!(code, 0, "{err}");
-    // The PNG: 4 px per tile, rock dark, and a room tile green.
-    let decoder = png::Decoder::new(std::io::BufReader::new(
-        std::fs::File::open(&png_path).unwrap(),
-    ));
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    assert_eq!((info.width, info.height), (400, 400));
+    // The PNG: 4 px per tile, rock dark, and a room tile green (both away from the legend in
+    // the top-left corner).
+    let (w, h, buf, _) = decode_png(&png_path);
+    assert_eq!((w, h), (400, 400));
     let px = |x: u32, y: u32| {
-        let i = ((y * info.width + x) * 3) as usize;
+        let i = ((y * w + x) * 4) as usize;
         [buf[i], buf[i + 1], buf[i + 2]]
     };
-    assert_eq!(px(0, 0), [38, 40, 48]);
+    assert_eq!(px(399, 399), [38, 40, 48]);
     let (row, col) = ascii
         .iter()
         .enumerate()
-        .find_map(|(y, l)| l.find('.').map(|x| (y as u32, x as u32)))
+        .rev()
+        .find_map(|(y, l)| l.rfind('.').map(|x| (y as u32, x as u32)))
         .unwrap();
+    assert!(row > 30);
     assert_eq!(px(col * 4 + 2, row * 4 + 2), [86, 178, 92]);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
@@ -271,4 +269,164 @@ fn dungeon_exports_a_map_a_png_and_tiled_json() {
         100 * 100
     );
     assert_eq!(json["layers"][0]["encoding"], "csv");
+}
+
+fn decode_png(path: &std::path::Path) -> (u32, u32, Vec<u8>, png::ColorType) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    (info.width, info.height, buf, info.color_type)
+}
+
+#[test]
+fn field_pictures_show_walls_goals_and_arrows() {
+    let out = tmp("ford.png");
+    let map = format!("{}/../../docs/maps/ford.map", env!("CARGO_MANIFEST_DIR"));
+    let (code, stdout, err) = horde(&[
+        "field",
+        &map,
+        "--goal",
+        "15,7",
+        "--png",
+        out.to_str().unwrap(),
+        "--scale",
+        "40",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.contains("640x320 px"), "{stdout}");
+    let (w, h, buf, ct) = decode_png(&out);
+    assert_eq!((w, h, ct), (640, 320, png::ColorType::Rgba));
+    let px = |x: u32, y: u32| {
+        let i = ((y * w + x) * 4) as usize;
+        [buf[i], buf[i + 1], buf[i + 2]]
+    };
+    // A wall cell of the lower block, (7, 5), is drawn in the wall colour at its centre.
+    assert_eq!(px(7 * 40 + 20, 5 * 40 + 20), [34, 36, 44]);
+    // The goal, (15, 7), is a red disc at its centre.
+    assert_eq!(px(15 * 40 + 20, 7 * 40 + 20), [230, 30, 40]);
+    // Cell (14, 7) points E at the goal: its arrow's ink is on the horizontal line through the
+    // centre, and the arrow head's barbs lie east of the centre, not west.
+    let dark = |x: u32, y: u32| px(x, y).iter().map(|&c| c as u32).sum::<u32>() < 150;
+    let (cx, cy) = (14 * 40 + 20, 7 * 40 + 20);
+    assert!(dark(cx, cy), "shaft through the centre");
+    assert!((5..14).any(|d| dark(cx + d, cy - 5)) && (5..14).any(|d| dark(cx + d, cy + 5)));
+    assert!(!(5..14).any(|d| dark(cx - d, cy - 5)));
+    // Layers can be chosen: terrain alone has no integration colours at the goal's neighbour.
+    let (code, _, _) = horde(&[
+        "field",
+        &map,
+        "--goal",
+        "15,7",
+        "--png",
+        out.to_str().unwrap(),
+        "--scale",
+        "10",
+        "--layers",
+        "terrain",
+    ]);
+    assert_eq!(code, 0);
+    let (w, _, buf, _) = decode_png(&out);
+    let i = ((7 * 10 + 5) * w + 13 * 10 + 5) as usize * 4;
+    assert_eq!(&buf[i..i + 3], &[232, 230, 220], "plain ground colour");
+}
+
+#[test]
+fn the_demo_writes_a_picture_and_an_animation() {
+    let dir = tmp("demo-out");
+    let (code, out, err) = horde(&["demo", "--out-dir", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let (w, h, _, _) = decode_png(&dir.join("demo.png"));
+    assert_eq!((w, h), (768, 768));
+    let frames_said: usize = out
+        .split(" frames")
+        .next()
+        .and_then(|s| s.rsplit('(').next())
+        .and_then(|n| n.parse().ok())
+        .expect("frame count printed");
+    let mut options = gif::DecodeOptions::new();
+    options.set_color_output(gif::ColorOutput::RGBA);
+    let mut decoder = options
+        .read_info(std::fs::File::open(dir.join("demo.gif")).unwrap())
+        .unwrap();
+    assert_eq!((decoder.width(), decoder.height()), (512, 512));
+    let mut frames = 0;
+    let mut first = None;
+    let mut last = Vec::new();
+    while let Some(frame) = decoder.read_next_frame().unwrap() {
+        frames += 1;
+        if first.is_none() {
+            first = Some(frame.buffer.to_vec());
+        }
+        last = frame.buffer.to_vec();
+    }
+    assert_eq!(frames, frames_said);
+    assert!(frames > 100);
+    // The first frame is the full picture; later ones only hold what moved (mostly transparent).
+    let first = first.unwrap();
+    assert!(first.chunks(4).all(|p| p[3] == 255));
+    let transparent = last.chunks(4).filter(|p| p[3] == 0).count();
+    assert!(transparent > last.len() / 4 * 9 / 10);
+}
+
+fn write_grey_png(path: &std::path::Path, w: u32, h: u32, pixels: &[u8], colour: bool) {
+    let file = std::fs::File::create(path).unwrap();
+    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), w, h);
+    enc.set_color(if colour {
+        png::ColorType::Rgb
+    } else {
+        png::ColorType::Grayscale
+    });
+    enc.set_depth(png::BitDepth::Eight);
+    enc.write_header()
+        .unwrap()
+        .write_image_data(pixels)
+        .unwrap();
+}
+
+#[test]
+fn greyscale_images_are_maps_and_colour_ones_are_refused() {
+    let img = tmp("height.png");
+    // Row 0: white, white, black, white; row 1: white, mid grey, black, white; row 2: all white.
+    write_grey_png(
+        &img,
+        4,
+        3,
+        &[255, 255, 0, 255, 255, 128, 0, 255, 255, 255, 255, 255],
+        false,
+    );
+    let flows = tmp("height.flow.txt");
+    let ints = tmp("height.int.txt");
+    let (code, _, err) = horde(&[
+        "field",
+        img.to_str().unwrap(),
+        "--goal",
+        "0,0",
+        "--dump-flow",
+        flows.to_str().unwrap(),
+        "--dump-integration",
+        ints.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let ints = std::fs::read_to_string(ints).unwrap();
+    let rows: Vec<Vec<&str>> = ints.lines().map(|l| l.split(' ').collect()).collect();
+    assert_eq!(rows[0][2], "#");
+    assert_eq!(rows[1][2], "#");
+    // Grey 128 is terrain cost 1 + round(127 × 253 / 255) = 127: leaving it costs 1270 straight.
+    assert_eq!(rows[1][1], (127 * 10 + 10).to_string());
+    let colour = tmp("colour.png");
+    write_grey_png(&colour, 2, 1, &[255, 0, 0, 0, 255, 0], true);
+    let (code, _, err) = horde(&["field", colour.to_str().unwrap(), "--goal", "0,0"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("must be greyscale"), "{err}");
+    let (code, _, err) = horde(&[
+        "field",
+        img.to_str().unwrap(),
+        "--goal",
+        "0,0",
+        "--max-cells",
+        "11",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("exceeds --max-cells 11"), "{err}");
 }
