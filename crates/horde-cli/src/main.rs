@@ -20,6 +20,7 @@ mod field;
 mod path;
 mod render;
 mod scen;
+mod sim;
 mod util;
 
 use std::process::ExitCode;
@@ -53,6 +54,8 @@ enum Command {
     Bench(bench::Args),
     /// Generate a dungeon: rooms, Delaunay + spanning tree, A* corridors; export it.
     Dungeon(dungeon::Args),
+    /// Run a crowd following one flow field; report arrivals, overlap, speed; optionally a GIF.
+    Sim(sim::Args),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Some(Command::Scen(a)) => scen::run(&a),
         Some(Command::Bench(a)) => bench::run(&a),
         Some(Command::Dungeon(a)) => dungeon::run(&a),
+        Some(Command::Sim(a)) => sim::run(&a),
     };
     match result {
         Ok(code) => code,

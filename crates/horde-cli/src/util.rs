@@ -19,10 +19,19 @@ pub fn set_max_image_cells(cells: u64) {
 }
 
 /// The MAP argument: a Moving AI `.map` file, a greyscale `.png` (black wall, white ground, grey
-/// costlier terrain), or `builtin` for the built-in demo map.
+/// costlier terrain), `builtin` for the built-in demo map, or `builtin:WxH` for a generated map
+/// like it of any size.
 pub fn load_map(arg: &str) -> Result<(CostField, String)> {
     if arg == "builtin" {
         return Ok((horde::maps::demo_map(), "builtin".to_owned()));
+    }
+    if let Some(size) = arg.strip_prefix("builtin:") {
+        let (w, h) = size
+            .split_once('x')
+            .and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)))
+            .with_context(|| format!("'{arg}' is not builtin:WxH"))?;
+        let map = horde::maps::scattered_map(w, h, horde::maps::DEMO_SEED)?;
+        return Ok((map, arg.to_owned()));
     }
     if arg.to_ascii_lowercase().ends_with(".png") {
         let cells = *IMAGE_CELLS.get().unwrap_or(&MAX_IMAGE_CELLS);

@@ -3,7 +3,8 @@
 //! Navigation for crowds on grid maps: one cost field per map, one integration field and one
 //! 1-byte-per-cell flow field per goal, read by every unit heading there; A* for lone units.
 //!
-//! The modules follow the pipeline: [`grid`] → [`cost`] → [`integration`] → [`flow`], with
+//! The modules follow the pipeline: [`grid`] → [`cost`] → [`integration`] → [`flow`] →
+//! [`crowd`], with
 //! [`astar`] for single paths, `dungeon` for procedural levels (feature `dungeon`), [`io`] for map
 //! files and [`maps`] for built-in maps.
 //!
@@ -37,6 +38,7 @@
 
 pub mod astar;
 pub mod cost;
+pub mod crowd;
 #[cfg(feature = "dungeon")]
 pub mod dungeon;
 pub mod flow;

@@ -1,0 +1,307 @@
+//! `horde sim`: a crowd following one flow field, with the metrics, and an optional GIF.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+use glam::{UVec2, Vec2};
+use horde::crowd::{AgentParams, AgentState, Crowd, CrowdConfig, Group, Sampling};
+use horde::{CostModel, FlowField, IntegrationBuilder};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+
+use crate::render::{
+    ARROW_RGB, Canvas, GOAL_RGB, GROUND_RGB, GifWriter, Palette, UNIT_RGB, WALL_RGB, indexed_disc,
+    terrain_rgb,
+};
+use crate::util::{check_walkable, load_map, parse_cell, progress, reveal_after_a_second};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A Moving AI .map file, a greyscale PNG, or `builtin`.
+    map: String,
+    /// Goal cell.
+    #[arg(long, value_name = "X,Y", value_parser = parse_cell)]
+    goal: UVec2,
+    /// Number of agents, spawned at random walkable cells.
+    #[arg(long, default_value_t = 200)]
+    agents: usize,
+    /// Most steps to run (it stops early once every agent that can arrive has).
+    #[arg(long, default_value_t = 2000)]
+    steps: usize,
+    /// Seconds per step.
+    #[arg(long, default_value_t = 0.05)]
+    dt: f32,
+    /// Random seed for the spawn positions.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Agent radius, in cells.
+    #[arg(long, default_value_t = 0.35)]
+    radius: f32,
+    /// Agent top speed, in cells per second.
+    #[arg(long, default_value_t = 4.0)]
+    speed: f32,
+    /// Separation weight (flow weight is 1).
+    #[arg(long, default_value_t = 2.0)]
+    separation: f32,
+    /// Extra position-based collision passes per step.
+    #[arg(long, default_value_t = 2)]
+    collision_passes: usize,
+    /// Read the nearest arrow instead of blending the four nearest.
+    #[arg(long)]
+    nearest: bool,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Write an animated GIF of the run.
+    #[arg(long, value_name = "FILE.gif")]
+    gif: Option<String>,
+    /// GIF frames per second.
+    #[arg(long, default_value_t = 20)]
+    fps: u32,
+    /// Draw one GIF frame every K steps.
+    #[arg(long, default_value_t = 1)]
+    every: usize,
+    /// GIF pixels per cell (default: about 512 pixels across).
+    #[arg(long)]
+    scale: Option<u32>,
+}
+
+/// FNV-1a over the bits of every position: equal hashes mean bit-identical runs.
+pub fn state_hash(positions: impl Iterator<Item = Vec2>) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in positions {
+        for b in
+            p.x.to_bits()
+                .to_le_bytes()
+                .into_iter()
+                .chain(p.y.to_bits().to_le_bytes())
+        {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+fn percentile(sorted: &[f32], q: f32) -> f32 {
+    if sorted.is_empty() {
+        return f32::NAN;
+    }
+    let k = ((sorted.len() - 1) as f32 * q).round() as usize;
+    sorted[k]
+}
+
+pub fn run(a: &Args) -> Result<ExitCode> {
+    let (cost, name) = load_map(&a.map)?;
+    check_walkable(&cost, a.goal, "goal")?;
+    if a.every == 0 {
+        bail!("--every must be at least 1");
+    }
+    let mut builder = IntegrationBuilder::new();
+    let integration = builder.build(&cost, &[a.goal], CostModel::TenFourteen)?;
+    let mut flow = FlowField::new(*cost.grid());
+    builder.flow_into(&mut flow)?;
+    let config = CrowdConfig {
+        separation_weight: a.separation,
+        collision_passes: a.collision_passes,
+        sampling: if a.nearest {
+            Sampling::Nearest
+        } else {
+            Sampling::Bilinear
+        },
+        ..CrowdConfig::default()
+    };
+    let mut crowd = Crowd::new(*cost.grid(), config)?;
+    let walkable: Vec<usize> = (0..cost.grid().len())
+        .filter(|&i| cost.costs()[i] != horde::WALL)
+        .collect();
+    if walkable.is_empty() {
+        bail!("{name} has no walkable cell");
+    }
+    let mut rng = Pcg64::seed_from_u64(a.seed);
+    let mut handles = Vec::with_capacity(a.agents);
+    let mut can_arrive = Vec::with_capacity(a.agents);
+    // Distinct cells while there are enough, so that agents do not start on top of each other.
+    let mut cells = walkable.clone();
+    let mut picked = Vec::with_capacity(a.agents);
+    for k in 0..a.agents {
+        if k % cells.len() == 0 {
+            cells.shuffle(&mut rng);
+        }
+        picked.push(cells[k % cells.len()]);
+    }
+    if std::env::var_os("HORDE_SORTED_SPAWN").is_some() {
+        picked.sort_unstable();
+    }
+    for &index in &picked {
+        let cell = cost.grid().cell(index);
+        let jitter = Vec2::new(rng.random_range(-0.15..0.15), rng.random_range(-0.15..0.15));
+        let h = crowd.add_agent(
+            &cost,
+            AgentParams {
+                position: cost.grid().cell_center(cell) + jitter * cost.grid().cell_size(),
+                radius: a.radius * cost.grid().cell_size(),
+                max_speed: a.speed * cost.grid().cell_size(),
+                group: 0,
+            },
+        )?;
+        handles.push(h);
+        can_arrive.push(integration.get(cell).is_some());
+    }
+    let reachable = can_arrive.iter().filter(|&&r| r).count();
+    let groups = [Group {
+        flow: &flow,
+        goal: cost.grid().cell_center(a.goal),
+    }];
+
+    let mut gif = match &a.gif {
+        Some(path) => {
+            let scale = a
+                .scale
+                .unwrap_or_else(|| Canvas::auto_scale(cost.width(), cost.height(), 512));
+            let mut background = Canvas::new(cost.width(), cost.height(), scale)?;
+            background.terrain(&cost);
+            background.flow(&flow, background.arrow_block(10));
+            background.goals(&[a.goal]);
+            let mut specials = vec![WALL_RGB, GROUND_RGB, ARROW_RGB, GOAL_RGB];
+            specials.extend(UNIT_RGB);
+            specials.extend([3u8, 6].map(terrain_rgb));
+            let palette = Palette::new(&specials);
+            let base = palette.quantize(&background.rgba());
+            let w = background.width();
+            let writer = GifWriter::create(
+                path,
+                background.width(),
+                background.height(),
+                a.fps,
+                palette,
+            )?;
+            Some((writer, base, w, scale))
+        }
+        None => None,
+    };
+    let draw = |gif: &mut Option<(GifWriter, Vec<u8>, u32, u32)>, crowd: &Crowd| -> Result<()> {
+        if let Some((writer, base, w, scale)) = gif {
+            let mut pixels = base.clone();
+            let colours = UNIT_RGB.map(|c| writer.palette().index(c));
+            let s = *scale as f32 / crowd.grid().cell_size();
+            for h in crowd.handles() {
+                let p = crowd.position(h)? - crowd.grid().origin();
+                let state = crowd.state(h)?;
+                let colour = if crowd.is_stuck(h)? {
+                    colours[3]
+                } else {
+                    colours[state as usize]
+                };
+                let r = crowd.radii()[h.index()] * s;
+                indexed_disc(&mut pixels, *w, p * s, r.max(1.0), colour);
+            }
+            writer.frame(&pixels)?;
+        }
+        Ok(())
+    };
+
+    let pb = progress(a.steps as u64, "simulating");
+    let started = Instant::now();
+    let mut arrive_time = vec![f32::NAN; handles.len()];
+    let mut step_seconds = 0.0f64;
+    let (mut max_overlap, mut inside_wall_events) = (0f32, 0usize);
+    let mut steps = 0;
+    draw(&mut gif, &crowd)?;
+    while steps < a.steps {
+        let t = Instant::now();
+        let stats = crowd.step(a.dt, &cost, &groups)?;
+        step_seconds += t.elapsed().as_secs_f64();
+        steps += 1;
+        for (k, h) in handles.iter().enumerate() {
+            let p = crowd.position(*h)?;
+            if cost
+                .grid()
+                .world_to_cell(p)
+                .is_none_or(|c| !cost.is_walkable(c))
+            {
+                inside_wall_events += 1;
+            }
+            if arrive_time[k].is_nan() && crowd.state(*h)? == AgentState::Arrived {
+                arrive_time[k] = steps as f32 * a.dt;
+            }
+        }
+        max_overlap = max_overlap.max(crowd.max_overlap());
+        if steps % a.every == 0 {
+            draw(&mut gif, &crowd)?;
+        }
+        if steps % 16 == 0 {
+            pb.set_position(steps as u64);
+            reveal_after_a_second(&pb, started);
+        }
+        if stats.arrived >= reachable {
+            break;
+        }
+    }
+    pb.finish_and_clear();
+    let frames = gif.as_ref().map_or(0, |g| g.0.frames());
+    let mut times: Vec<f32> = arrive_time
+        .iter()
+        .copied()
+        .filter(|t| !t.is_nan())
+        .collect();
+    times.sort_by(f32::total_cmp);
+    let arrived = times.len();
+    let arrived_fraction = arrived as f64 / handles.len().max(1) as f64;
+    let ms_per_step = step_seconds * 1e3 / steps.max(1) as f64;
+    let hash = state_hash(
+        handles
+            .iter()
+            .map(|h| crowd.position(*h).unwrap_or(Vec2::NAN)),
+    );
+    let stuck = crowd.stuck_agents().count();
+    if a.json {
+        let v = serde_json::json!({
+            "map": name,
+            "agents": handles.len(),
+            "reachable_agents": reachable,
+            "steps": steps,
+            "dt": a.dt,
+            "arrived_fraction": arrived_fraction,
+            "arrive_p50_s": percentile(&times, 0.5),
+            "arrive_p95_s": percentile(&times, 0.95),
+            "max_overlap": max_overlap,
+            "inside_wall_events": inside_wall_events,
+            "ms_per_step": ms_per_step,
+            "stuck_agents": stuck,
+            "state_hash": format!("{hash:016x}"),
+            "gif_frames": frames,
+        });
+        outln!("{v}");
+    } else {
+        outln!(
+            "map                {name} ({}x{}), goal ({}, {})",
+            cost.width(),
+            cost.height(),
+            a.goal.x,
+            a.goal.y
+        );
+        outln!(
+            "agents             {} ({reachable} can reach the goal)",
+            handles.len()
+        );
+        outln!("steps              {steps} of {:.3} s", a.dt);
+        outln!("arrived            {:.1} %", arrived_fraction * 100.0);
+        outln!(
+            "time to arrive     median {:.2} s, 95th percentile {:.2} s",
+            percentile(&times, 0.5),
+            percentile(&times, 0.95)
+        );
+        outln!("worst overlap      {:.3} of the two radii", max_overlap);
+        outln!("inside a wall      {inside_wall_events}");
+        outln!("stuck now          {stuck}");
+        outln!("ms per step        {ms_per_step:.3}");
+        outln!("state hash         {hash:016x}");
+        if let Some(p) = &a.gif {
+            outln!("wrote              {p} ({frames} frames)");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

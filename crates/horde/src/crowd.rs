@@ -1,0 +1,1355 @@
+//! Moving crowds: agents that follow flow fields, keep apart by DetourCrowd's separation kernel,
+//! slide along walls and never enter them, slow down and stop at their goal.
+//!
+//! One step reads a snapshot of every position (taken while the neighbour grid is rebuilt) and
+//! writes only each agent's own state, so the result is bit-identical whatever the number of
+//! threads, and the step parallelises without locks (feature `parallel`).
+
+use glam::{UVec2, Vec2};
+use thiserror::Error;
+
+use crate::cost::{CostField, WALL};
+use crate::flow::{FLOW_GOAL, FlowField, FlowSample};
+use crate::grid::{Dir8, Grid};
+
+/// Why a crowd call was refused. Nothing changes when a call is refused.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum CrowdError {
+    /// A position, velocity or parameter that is NaN or infinite, or out of its range.
+    #[error("{what} = {value} is not allowed: {reason}")]
+    BadValue {
+        what: &'static str,
+        value: f32,
+        reason: &'static str,
+    },
+    /// A handle to an agent that was removed (or never existed).
+    #[error("agent handle {index}:{generation} is stale")]
+    StaleHandle { index: u32, generation: u32 },
+    /// An agent follows a group that the step was not given.
+    #[error("agent {index} follows group {group}, but only {groups} groups were given")]
+    NoSuchGroup {
+        index: u32,
+        group: u16,
+        groups: usize,
+    },
+    /// The cost field or a flow field covers another grid than the crowd.
+    #[error("{what} is {got_w}x{got_h} but the crowd's grid is {want_w}x{want_h}")]
+    GridMismatch {
+        what: &'static str,
+        got_w: u32,
+        got_h: u32,
+        want_w: u32,
+        want_h: u32,
+    },
+    /// No walkable cell to place an agent on.
+    #[error("no walkable cell near ({x}, {y}) to place the agent on")]
+    NoWalkableCell { x: f32, y: f32 },
+}
+
+/// How an agent reads its flow field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sampling {
+    /// The arrow of the cell it stands on.
+    Nearest,
+    /// The four nearest arrows blended bilinearly (smoother turns).
+    #[default]
+    Bilinear,
+}
+
+/// Crowd-wide settings. Distances are in world units, times in seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CrowdConfig {
+    /// Agents closer than this push each other apart (also the neighbour grid's cell size).
+    pub separation_radius: f32,
+    /// Weight of the flow direction in the blend.
+    pub flow_weight: f32,
+    /// Weight of the separation force in the blend.
+    pub separation_weight: f32,
+    /// At most this many nearest neighbours push an agent (DetourCrowd uses 6).
+    pub max_neighbours: usize,
+    /// Largest change of velocity per second.
+    pub max_acceleration: f32,
+    /// An agent this close to its goal has arrived.
+    pub arrival_radius: f32,
+    /// Within this distance of the goal an agent slows down linearly.
+    pub slowdown_radius: f32,
+    /// How arrows are read.
+    pub sampling: Sampling,
+    /// An agent within this distance of its goal walks straight at it when nothing blocks the
+    /// line (so units do not zig-zag along 8 directions in the open).
+    pub line_of_sight_range: f32,
+    /// A moving agent that has not come `stuck_distance` closer to its goal (straight-line) for
+    /// this long is flagged stuck.
+    pub stuck_time: f32,
+    /// See `stuck_time`.
+    pub stuck_distance: f32,
+    /// How much more an arrived agent gives way to a moving one (multiplies the push it gets).
+    pub arrived_yield: f32,
+    /// Extra passes per step that push overlapping agents apart by position (DetourCrowd runs
+    /// four); each costs about as much as a neighbour-grid rebuild and a neighbour scan.
+    pub collision_passes: usize,
+}
+
+impl Default for CrowdConfig {
+    fn default() -> Self {
+        CrowdConfig {
+            separation_radius: 1.0,
+            flow_weight: 1.0,
+            separation_weight: 2.0,
+            max_neighbours: 6,
+            max_acceleration: 30.0,
+            arrival_radius: 1.5,
+            slowdown_radius: 3.0,
+            sampling: Sampling::Bilinear,
+            line_of_sight_range: 8.0,
+            stuck_time: 3.0,
+            stuck_distance: 0.5,
+            arrived_yield: 3.0,
+            collision_passes: 2,
+        }
+    }
+}
+
+impl CrowdConfig {
+    fn validate(&self) -> Result<(), CrowdError> {
+        let positive = [
+            ("separation_radius", self.separation_radius),
+            ("max_acceleration", self.max_acceleration),
+            ("stuck_time", self.stuck_time),
+        ];
+        for (what, value) in positive {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(CrowdError::BadValue {
+                    what,
+                    value,
+                    reason: "must be a finite number above 0",
+                });
+            }
+        }
+        let non_negative = [
+            ("flow_weight", self.flow_weight),
+            ("separation_weight", self.separation_weight),
+            ("arrival_radius", self.arrival_radius),
+            ("slowdown_radius", self.slowdown_radius),
+            ("line_of_sight_range", self.line_of_sight_range),
+            ("stuck_distance", self.stuck_distance),
+            ("arrived_yield", self.arrived_yield),
+        ];
+        for (what, value) in non_negative {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(CrowdError::BadValue {
+                    what,
+                    value,
+                    reason: "must be a finite number, 0 or above",
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What an agent is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum AgentState {
+    /// Following its field.
+    Moving = 0,
+    /// Reached its goal: within the arrival radius, or pressed against an arrived agent nearer
+    /// the goal, or held up for `stuck_time` within twice the slow-down radius (so a crowd piles
+    /// up round its flag). It stays arrived, giving way to others,
+    /// until [`Crowd::set_group`] sends it elsewhere.
+    Arrived = 1,
+    /// On a cell with no way to the goal (or a wall, or off the map): it stands still.
+    NoPath = 2,
+}
+
+/// A new agent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AgentParams {
+    /// World position.
+    pub position: Vec2,
+    /// Body radius (world units), for separation and overlap.
+    pub radius: f32,
+    /// Top speed (world units per second).
+    pub max_speed: f32,
+    /// Index of the group (flow field) it follows in [`Crowd::step`]'s `groups`.
+    pub group: u16,
+}
+
+/// A stable reference to an agent: stays valid until the agent is removed, and never refers to
+/// another agent afterwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AgentHandle {
+    index: u32,
+    generation: u32,
+}
+
+impl AgentHandle {
+    /// The slot of the agent in the crowd's arrays ([`Crowd::positions`] and friends).
+    pub fn index(self) -> usize {
+        self.index as usize
+    }
+}
+
+/// A goal shared by many agents: its flow field (not copied) and its position.
+#[derive(Debug, Clone, Copy)]
+pub struct Group<'a> {
+    /// The field the group follows.
+    pub flow: &'a FlowField,
+    /// The goal's world position (arrival and slowing down are measured to it).
+    pub goal: Vec2,
+}
+
+/// What one step did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StepStats {
+    /// Agents moving after the step.
+    pub moving: usize,
+    /// Agents arrived after the step.
+    pub arrived: usize,
+    /// Agents with no path after the step.
+    pub no_path: usize,
+    /// Agents flagged stuck after the step.
+    pub stuck: usize,
+}
+
+/// A crowd of agents, stored as structure of arrays.
+///
+/// Memory per agent: 61 bytes. The agent arrays hold 44 (position 8, velocity 8, radius 4, top
+/// speed 4, group 2, state 1, flags 1, handle generation 4, stuck anchor 8 and timer 4); the
+/// neighbour grid holds 17 (the cell-sorted position snapshot 8, sorted slot 4, cell of each
+/// slot 4, state snapshot 1). Per grid cell (one per `separation_radius²` of map) the grid adds
+/// 8 bytes (cell start and counting-sort cursor). Removed slots keep their memory for reuse.
+/// Nothing is allocated per step once the arrays have grown.
+#[derive(Debug, Clone)]
+pub struct Crowd {
+    grid: Grid,
+    config: CrowdConfig,
+    positions: Vec<Vec2>,
+    velocities: Vec<Vec2>,
+    radii: Vec<f32>,
+    max_speeds: Vec<f32>,
+    groups: Vec<u16>,
+    states: Vec<AgentState>,
+    flags: Vec<u8>,
+    generations: Vec<u32>,
+    anchors: Vec<Vec2>,
+    timers: Vec<f32>,
+    free: Vec<u32>,
+    alive: usize,
+    neighbours: NeighbourGrid,
+}
+
+const ALIVE: u8 = 1;
+const STUCK: u8 = 2;
+
+/// Uniform grid of the agents' positions, rebuilt every step by a counting sort, with a
+/// cell-sorted snapshot of what neighbours read (position, radius, state, group), so that a
+/// neighbour scan touches contiguous memory and never the live arrays.
+#[derive(Debug, Clone, Default)]
+struct NeighbourGrid {
+    /// Smallest cell side: the longest distance at which agents interact.
+    reach: f32,
+    extent: Vec2,
+    origin: Vec2,
+    cell: f32,
+    cols: u32,
+    rows: u32,
+    /// `starts[c]..starts[c + 1]` are the sorted entries of cell `c`.
+    starts: Vec<u32>,
+    /// Scratch for the counting sort.
+    cursor: Vec<u32>,
+    /// Slot of each sorted entry.
+    slots: Vec<u32>,
+    /// Position of each sorted entry.
+    points: Vec<Vec2>,
+    /// Radius of each sorted entry.
+    radii: Vec<f32>,
+    /// State of each sorted entry before the step.
+    states: Vec<AgentState>,
+    /// Group of each sorted entry.
+    groups: Vec<u16>,
+}
+
+impl NeighbourGrid {
+    fn cell_xy(&self, p: Vec2) -> (u32, u32) {
+        let g = ((p - self.origin) / self.cell).floor();
+        let x = (g.x.max(0.0) as u32).min(self.cols - 1);
+        let y = (g.y.max(0.0) as u32).min(self.rows - 1);
+        (x, y)
+    }
+
+    fn cell_index(&self, p: Vec2) -> u32 {
+        let (x, y) = self.cell_xy(p);
+        y * self.cols + x
+    }
+
+    /// The sorted entries within `reach` cells around `p`, as ranges, row by row.
+    fn around(&self, p: Vec2) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+        let (cx, cy) = self.cell_xy(p);
+        let (x0, x1) = (cx.saturating_sub(1), (cx + 1).min(self.cols - 1));
+        let (y0, y1) = (cy.saturating_sub(1), (cy + 1).min(self.rows - 1));
+        (y0..=y1).map(move |y| {
+            // The cells of one row are contiguous in the sorted order.
+            let first = (y * self.cols + x0) as usize;
+            let last = (y * self.cols + x1) as usize;
+            self.starts[first] as usize..self.starts[last + 1] as usize
+        })
+    }
+
+    /// Sort the living agents into cells. The cell side is at least `reach` (so a 3 × 3 block
+    /// holds every neighbour in reach) and grows on sparse crowds so that the grid has about
+    /// as many cells as agents: the work per step is O(agents), whatever the map's size.
+    fn rebuild(
+        &mut self,
+        positions: &[Vec2],
+        flags: &[u8],
+        radii: &[f32],
+        states: &[AgentState],
+        groups: &[u16],
+        alive: usize,
+    ) {
+        let max_radius = radii
+            .iter()
+            .zip(flags)
+            .filter(|&(_, &f)| f & ALIVE != 0)
+            .fold(0.0f32, |m, (&r, _)| m.max(r));
+        let reach = self.reach.max(2.0 * max_radius);
+        let area = (self.extent.x * self.extent.y).max(1e-6);
+        self.cell = reach.max((area / alive.max(1) as f32).sqrt());
+        self.cols = ((self.extent.x / self.cell).ceil() as u32).clamp(1, 1 << 12);
+        self.rows = ((self.extent.y / self.cell).ceil() as u32).clamp(1, 1 << 12);
+        self.cell = self
+            .cell
+            .max(self.extent.x / self.cols as f32)
+            .max(self.extent.y / self.rows as f32);
+        let cells = (self.cols * self.rows) as usize;
+        self.starts.clear();
+        self.starts.resize(cells + 1, 0);
+        for (&p, &f) in positions.iter().zip(flags) {
+            if f & ALIVE != 0 {
+                let c = self.cell_index(p) as usize;
+                self.starts[c + 1] += 1;
+            }
+        }
+        for c in 0..cells {
+            self.starts[c + 1] += self.starts[c];
+        }
+        let n = self.starts[cells] as usize;
+        self.slots.resize(n, 0);
+        self.points.resize(n, Vec2::ZERO);
+        self.radii.resize(n, 0.0);
+        self.states.resize(n, AgentState::Moving);
+        self.groups.resize(n, 0);
+        // Fill in slot order so that each cell's entries stay sorted by slot: deterministic.
+        self.cursor.clear();
+        self.cursor.extend_from_slice(&self.starts[..cells]);
+        for (i, (&p, &f)) in positions.iter().zip(flags).enumerate() {
+            if f & ALIVE != 0 {
+                let c = self.cell_index(p) as usize;
+                let k = self.cursor[c] as usize;
+                self.cursor[c] += 1;
+                self.slots[k] = i as u32;
+                self.points[k] = p;
+                self.radii[k] = radii[i];
+                self.states[k] = states[i];
+                self.groups[k] = groups[i];
+            }
+        }
+    }
+
+    /// Take new positions into the snapshot without re-sorting (agents move under half a cell
+    /// per pass, and a 3 × 3 block still holds every neighbour in reach).
+    fn refresh_points(&mut self, positions: &[Vec2]) {
+        for (point, &slot) in self.points.iter_mut().zip(&self.slots) {
+            *point = positions[slot as usize];
+        }
+    }
+}
+
+impl Crowd {
+    /// An empty crowd on a grid (the map its agents walk on).
+    ///
+    /// ```
+    /// use horde::crowd::{Crowd, CrowdConfig};
+    /// let crowd = Crowd::new(horde::Grid::new(64, 64).unwrap(), CrowdConfig::default()).unwrap();
+    /// assert_eq!(crowd.len(), 0);
+    /// ```
+    pub fn new(grid: Grid, config: CrowdConfig) -> Result<Crowd, CrowdError> {
+        config.validate()?;
+        let extent = Vec2::new(grid.width() as f32, grid.height() as f32) * grid.cell_size();
+        Ok(Crowd {
+            grid,
+            neighbours: NeighbourGrid {
+                reach: config.separation_radius,
+                extent,
+                origin: grid.origin(),
+                cell: 1.0,
+                cols: 1,
+                rows: 1,
+                ..NeighbourGrid::default()
+            },
+            config,
+            positions: Vec::new(),
+            velocities: Vec::new(),
+            radii: Vec::new(),
+            max_speeds: Vec::new(),
+            groups: Vec::new(),
+            states: Vec::new(),
+            flags: Vec::new(),
+            generations: Vec::new(),
+            anchors: Vec::new(),
+            timers: Vec::new(),
+            free: Vec::new(),
+            alive: 0,
+        })
+    }
+
+    /// The crowd's settings.
+    pub fn config(&self) -> &CrowdConfig {
+        &self.config
+    }
+
+    /// Agents alive.
+    pub fn len(&self) -> usize {
+        self.alive
+    }
+
+    /// True with no agents.
+    pub fn is_empty(&self) -> bool {
+        self.alive == 0
+    }
+
+    /// Add an agent. An agent placed in a wall (or off the map) is moved to the centre of the
+    /// nearest walkable cell (breadth-first over cells); it is refused only if the map has no
+    /// walkable cell. NaN or infinite values, and a radius or speed not above 0, are refused.
+    /// O(1), or O(cells searched) when it has to be moved.
+    ///
+    /// ```
+    /// use glam::Vec2;
+    /// use horde::crowd::{AgentParams, Crowd, CrowdConfig};
+    /// use horde::{CostField, Grid, WALL};
+    /// let mut cost = CostField::new(Grid::new(8, 8).unwrap());
+    /// cost.set(glam::UVec2::new(2, 2), WALL).unwrap();
+    /// let mut crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+    /// let params = AgentParams { position: Vec2::new(2.5, 2.5), radius: 0.4, max_speed: 3.0, group: 0 };
+    /// let a = crowd.add_agent(&cost, params).unwrap();
+    /// assert!(cost.is_walkable(crowd.grid().world_to_cell(crowd.position(a).unwrap()).unwrap()));
+    /// let bad = AgentParams { position: Vec2::new(f32::NAN, 1.0), ..params };
+    /// assert!(crowd.add_agent(&cost, bad).is_err());
+    /// ```
+    pub fn add_agent(
+        &mut self,
+        cost: &CostField,
+        params: AgentParams,
+    ) -> Result<AgentHandle, CrowdError> {
+        self.check_grid("cost field", cost.grid())?;
+        finite_vec("position", params.position)?;
+        for (what, value) in [("radius", params.radius), ("max_speed", params.max_speed)] {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(CrowdError::BadValue {
+                    what,
+                    value,
+                    reason: "must be a finite number above 0",
+                });
+            }
+        }
+        let position = self.walkable_position(cost, params.position)?;
+        let index = match self.free.pop() {
+            Some(i) => i as usize,
+            None => {
+                self.positions.push(Vec2::ZERO);
+                self.velocities.push(Vec2::ZERO);
+                self.radii.push(0.0);
+                self.max_speeds.push(0.0);
+                self.groups.push(0);
+                self.states.push(AgentState::Moving);
+                self.flags.push(0);
+                self.generations.push(0);
+                self.anchors.push(Vec2::ZERO);
+                self.timers.push(0.0);
+                self.positions.len() - 1
+            }
+        };
+        self.positions[index] = position;
+        self.velocities[index] = Vec2::ZERO;
+        self.radii[index] = params.radius;
+        self.max_speeds[index] = params.max_speed;
+        self.groups[index] = params.group;
+        self.states[index] = AgentState::Moving;
+        self.flags[index] = ALIVE;
+        self.anchors[index] = position;
+        self.timers[index] = 0.0;
+        self.alive += 1;
+        Ok(AgentHandle {
+            index: index as u32,
+            generation: self.generations[index],
+        })
+    }
+
+    /// Remove an agent; its handle becomes stale. O(1).
+    pub fn remove_agent(&mut self, handle: AgentHandle) -> Result<(), CrowdError> {
+        let i = self.slot(handle)?;
+        self.flags[i] = 0;
+        self.generations[i] = self.generations[i].wrapping_add(1);
+        self.free.push(i as u32);
+        self.alive -= 1;
+        Ok(())
+    }
+
+    fn slot(&self, h: AgentHandle) -> Result<usize, CrowdError> {
+        let i = h.index as usize;
+        if i < self.flags.len() && self.flags[i] & ALIVE != 0 && self.generations[i] == h.generation
+        {
+            Ok(i)
+        } else {
+            Err(CrowdError::StaleHandle {
+                index: h.index,
+                generation: h.generation,
+            })
+        }
+    }
+
+    /// The map grid.
+    pub fn grid(&self) -> &Grid {
+        &self.grid
+    }
+    /// Position of an agent.
+    pub fn position(&self, h: AgentHandle) -> Result<Vec2, CrowdError> {
+        Ok(self.positions[self.slot(h)?])
+    }
+    /// Velocity of an agent.
+    pub fn velocity(&self, h: AgentHandle) -> Result<Vec2, CrowdError> {
+        Ok(self.velocities[self.slot(h)?])
+    }
+    /// State of an agent.
+    pub fn state(&self, h: AgentHandle) -> Result<AgentState, CrowdError> {
+        Ok(self.states[self.slot(h)?])
+    }
+    /// True if the agent is flagged stuck.
+    pub fn is_stuck(&self, h: AgentHandle) -> Result<bool, CrowdError> {
+        Ok(self.flags[self.slot(h)?] & STUCK != 0)
+    }
+    /// Teleport an agent (knock-back, spawning): it reads the arrow where it lands.
+    pub fn set_position(
+        &mut self,
+        cost: &CostField,
+        h: AgentHandle,
+        p: Vec2,
+    ) -> Result<(), CrowdError> {
+        let i = self.slot(h)?;
+        finite_vec("position", p)?;
+        let p = self.walkable_position(cost, p)?;
+        self.positions[i] = p;
+        self.anchors[i] = p;
+        self.timers[i] = 0.0;
+        Ok(())
+    }
+    /// Send an agent to another group (goal); it starts moving again.
+    pub fn set_group(&mut self, h: AgentHandle, group: u16) -> Result<(), CrowdError> {
+        let i = self.slot(h)?;
+        self.groups[i] = group;
+        self.states[i] = AgentState::Moving;
+        self.timers[i] = 0.0;
+        self.flags[i] &= !STUCK;
+        Ok(())
+    }
+
+    /// Set an agent's velocity (it is clamped to the top speed at the next step).
+    pub fn set_velocity(&mut self, h: AgentHandle, v: Vec2) -> Result<(), CrowdError> {
+        let i = self.slot(h)?;
+        finite_vec("velocity", v)?;
+        self.velocities[i] = v;
+        Ok(())
+    }
+
+    /// Positions of all slots (removed slots hold stale values; see [`Crowd::handles`]).
+    pub fn positions(&self) -> &[Vec2] {
+        &self.positions
+    }
+    /// Radii of all slots.
+    pub fn radii(&self) -> &[f32] {
+        &self.radii
+    }
+    /// States of all slots.
+    pub fn states(&self) -> &[AgentState] {
+        &self.states
+    }
+    /// Handles of the living agents, in slot order.
+    pub fn handles(&self) -> impl Iterator<Item = AgentHandle> + '_ {
+        (0..self.flags.len())
+            .filter(|&i| self.flags[i] & ALIVE != 0)
+            .map(|i| AgentHandle {
+                index: i as u32,
+                generation: self.generations[i],
+            })
+    }
+    /// Handles of the agents flagged stuck.
+    pub fn stuck_agents(&self) -> impl Iterator<Item = AgentHandle> + '_ {
+        self.handles()
+            .filter(|h| self.flags[h.index as usize] & STUCK != 0)
+    }
+
+    fn check_grid(&self, what: &'static str, g: &Grid) -> Result<(), CrowdError> {
+        if g.width() != self.grid.width() || g.height() != self.grid.height() {
+            return Err(CrowdError::GridMismatch {
+                what,
+                got_w: g.width(),
+                got_h: g.height(),
+                want_w: self.grid.width(),
+                want_h: self.grid.height(),
+            });
+        }
+        Ok(())
+    }
+
+    fn walkable_position(&self, cost: &CostField, p: Vec2) -> Result<Vec2, CrowdError> {
+        let g = self.grid;
+        if let Some(c) = g.world_to_cell(p)
+            && cost.is_walkable(c)
+        {
+            return Ok(p);
+        }
+        let q = g.world_to_grid(p);
+        let start = UVec2::new(
+            (q.x.max(0.0) as u32).min(g.width() - 1),
+            (q.y.max(0.0) as u32).min(g.height() - 1),
+        );
+        let mut seen = vec![false; g.len()];
+        let mut queue = std::collections::VecDeque::from([start]);
+        seen[g.index(start).expect("clamped")] = true;
+        while let Some(c) = queue.pop_front() {
+            if cost.is_walkable(c) {
+                return Ok(g.cell_center(c));
+            }
+            for d in [Dir8::N, Dir8::E, Dir8::S, Dir8::W] {
+                if let Some(n) = g.neighbour(c, d) {
+                    let i = g.index(n).expect("neighbour on grid");
+                    if !seen[i] {
+                        seen[i] = true;
+                        queue.push_back(n);
+                    }
+                }
+            }
+        }
+        Err(CrowdError::NoWalkableCell { x: p.x, y: p.y })
+    }
+
+    /// Advance every agent by `dt` seconds. `groups[k]` is the field and goal of the agents with
+    /// `group == k`. O(agents × neighbours) plus O(grid cells) for the neighbour grid.
+    ///
+    /// ```
+    /// use glam::{UVec2, Vec2};
+    /// use horde::crowd::{AgentParams, AgentState, Crowd, CrowdConfig, Group};
+    /// use horde::{CostField, CostModel, FlowField, Grid, IntegrationBuilder};
+    /// let cost = CostField::new(Grid::new(32, 32).unwrap());
+    /// let goal = UVec2::new(30, 30);
+    /// let mut b = IntegrationBuilder::new();
+    /// b.build(&cost, &[goal], CostModel::TenFourteen).unwrap();
+    /// let mut flow = FlowField::new(*cost.grid());
+    /// b.flow_into(&mut flow).unwrap();
+    /// let mut crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+    /// let a = crowd.add_agent(&cost, AgentParams {
+    ///     position: Vec2::new(2.5, 2.5), radius: 0.4, max_speed: 4.0, group: 0,
+    /// }).unwrap();
+    /// let groups = [Group { flow: &flow, goal: cost.grid().cell_center(goal) }];
+    /// for _ in 0..400 {
+    ///     crowd.step(0.05, &cost, &groups).unwrap();
+    /// }
+    /// assert_eq!(crowd.state(a).unwrap(), AgentState::Arrived);
+    /// ```
+    pub fn step(
+        &mut self,
+        dt: f32,
+        cost: &CostField,
+        groups: &[Group],
+    ) -> Result<StepStats, CrowdError> {
+        if !(dt.is_finite() && dt >= 0.0) {
+            return Err(CrowdError::BadValue {
+                what: "dt",
+                value: dt,
+                reason: "must be a finite number, 0 or above",
+            });
+        }
+        self.check_grid("cost field", cost.grid())?;
+        for g in groups {
+            self.check_grid("flow field", g.flow.grid())?;
+            finite_vec("group goal", g.goal)?;
+        }
+        for i in 0..self.flags.len() {
+            if self.flags[i] & ALIVE != 0 && self.groups[i] as usize >= groups.len() {
+                return Err(CrowdError::NoSuchGroup {
+                    index: i as u32,
+                    group: self.groups[i],
+                    groups: groups.len(),
+                });
+            }
+        }
+        self.rebuild_neighbours();
+        let ctx = StepContext {
+            dt,
+            config: &self.config,
+            grid: self.grid,
+            costs: cost.costs(),
+            groups,
+            neighbours: &self.neighbours,
+            radii: &self.radii,
+            max_speeds: &self.max_speeds,
+            group_of: &self.groups,
+        };
+        // Each agent writes only its own entries; everything it reads of others is the snapshot
+        // in the neighbour grid. So the step runs in place, in any order, on any thread count.
+        let work = |(i, ((((pos, vel), state), anchor), (timer, flags))): AgentRow| {
+            if *flags & ALIVE != 0 {
+                ctx.agent(i, pos, vel, state, anchor, timer, flags);
+            }
+        };
+        #[cfg(feature = "parallel")]
+        {
+            use rayon::prelude::*;
+            self.positions
+                .par_iter_mut()
+                .zip(self.velocities.par_iter_mut())
+                .zip(self.states.par_iter_mut())
+                .zip(self.anchors.par_iter_mut())
+                .zip(self.timers.par_iter_mut().zip(self.flags.par_iter_mut()))
+                .enumerate()
+                .with_min_len(2048)
+                .for_each(work);
+        }
+        #[cfg(not(feature = "parallel"))]
+        {
+            self.positions
+                .iter_mut()
+                .zip(self.velocities.iter_mut())
+                .zip(self.states.iter_mut())
+                .zip(self.anchors.iter_mut())
+                .zip(self.timers.iter_mut().zip(self.flags.iter_mut()))
+                .enumerate()
+                .for_each(work);
+        }
+        for _ in 0..self.config.collision_passes {
+            self.collision_pass(cost);
+        }
+        let mut stats = StepStats::default();
+        for (state, &f) in self.states.iter().zip(&self.flags) {
+            if f & ALIVE == 0 {
+                continue;
+            }
+            match state {
+                AgentState::Moving => stats.moving += 1,
+                AgentState::Arrived => stats.arrived += 1,
+                AgentState::NoPath => stats.no_path += 1,
+            }
+            if f & STUCK != 0 {
+                stats.stuck += 1;
+            }
+        }
+        Ok(stats)
+    }
+
+    fn rebuild_neighbours(&mut self) {
+        self.neighbours.rebuild(
+            &self.positions,
+            &self.flags,
+            &self.radii,
+            &self.states,
+            &self.groups,
+            self.alive,
+        );
+    }
+
+    /// Push overlapping agents apart, each by half of every overlap, reading a fresh snapshot.
+    fn collision_pass(&mut self, cost: &CostField) {
+        self.neighbours.refresh_points(&self.positions);
+        let ng = &self.neighbours;
+        let radii = &self.radii;
+        let grid = self.grid;
+        let costs = cost.costs();
+        let ctx = WallContext { grid, costs };
+        let work = |(i, (pos, flags)): (usize, (&mut Vec2, &mut u8))| {
+            if *flags & ALIVE == 0 {
+                return;
+            }
+            let p = *pos;
+            let r = radii[i];
+            let mut shift = Vec2::ZERO;
+            for range in ng.around(p) {
+                for e in range {
+                    let j = ng.slots[e];
+                    if j as usize == i {
+                        continue;
+                    }
+                    let diff = p - ng.points[e];
+                    let d = diff.length();
+                    let overlap = r + ng.radii[e] - d;
+                    if overlap > 0.0 {
+                        shift += coincident_safe_dir(diff, d, i as u32, j) * (overlap * 0.5);
+                    }
+                }
+            }
+            if shift != Vec2::ZERO {
+                *pos = ctx.slide(p, shift.clamp_length_max(0.45 * grid.cell_size()), r);
+            }
+        };
+        #[cfg(feature = "parallel")]
+        {
+            use rayon::prelude::*;
+            self.positions
+                .par_iter_mut()
+                .zip(self.flags.par_iter_mut())
+                .enumerate()
+                .with_min_len(2048)
+                .for_each(work);
+        }
+        #[cfg(not(feature = "parallel"))]
+        {
+            self.positions
+                .iter_mut()
+                .zip(self.flags.iter_mut())
+                .enumerate()
+                .for_each(work);
+        }
+    }
+
+    /// The worst overlap between two agents right now, as a fraction of the sum of their radii
+    /// (0 = none touch more than they should, 1 = two centres coincide). O(agents × neighbours).
+    pub fn max_overlap(&mut self) -> f32 {
+        self.rebuild_neighbours();
+        let ng = &self.neighbours;
+        let mut worst = 0.0f32;
+        for (k, (&p, &ri)) in ng.points.iter().zip(&ng.radii).enumerate() {
+            for range in ng.around(p) {
+                for e in range {
+                    if e <= k {
+                        continue;
+                    }
+                    let sum = ri + ng.radii[e];
+                    let d = p.distance(ng.points[e]);
+                    if d < sum {
+                        worst = worst.max((sum - d) / sum);
+                    }
+                }
+            }
+        }
+        worst
+    }
+}
+
+fn finite_vec(what: &'static str, v: Vec2) -> Result<(), CrowdError> {
+    for value in [v.x, v.y] {
+        if !value.is_finite() {
+            return Err(CrowdError::BadValue {
+                what,
+                value,
+                reason: "must be finite",
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Moving a body among walls.
+struct WallContext<'a> {
+    grid: Grid,
+    costs: &'a [u8],
+}
+
+impl WallContext<'_> {
+    fn wall_at(&self, p: Vec2) -> bool {
+        match self.grid.world_to_cell(p) {
+            Some(c) => self.costs[c.y as usize * self.grid.width() as usize + c.x as usize] == WALL,
+            None => true,
+        }
+    }
+
+    /// Move by `step` (under half a cell), one axis at a time, never into a wall cell: the body
+    /// slides along walls, and a diagonal move is two straight ones, so it cannot squeeze
+    /// between two wall corners. Then keep the body `radius` off the walls beside it where
+    /// the cell leaves room.
+    fn slide(&self, p: Vec2, step: Vec2, radius: f32) -> Vec2 {
+        let mut pos = p;
+        let try_x = Vec2::new(pos.x + step.x, pos.y);
+        if !self.wall_at(try_x) {
+            pos = try_x;
+        }
+        let try_y = Vec2::new(pos.x, pos.y + step.y);
+        if !self.wall_at(try_y) {
+            pos = try_y;
+        }
+        self.push_off_walls(pos, radius.min(0.45 * self.grid.cell_size()))
+    }
+
+    fn push_off_walls(&self, p: Vec2, r: f32) -> Vec2 {
+        let g = self.grid;
+        let Some(c) = g.world_to_cell(p) else {
+            return p;
+        };
+        let lo = g.origin() + c.as_vec2() * g.cell_size();
+        let hi = lo + g.cell_size();
+        let wall = |dx: i32, dy: i32| {
+            let (x, y) = (c.x as i64 + dx as i64, c.y as i64 + dy as i64);
+            !g.contains(x, y) || self.costs[y as usize * g.width() as usize + x as usize] == WALL
+        };
+        let mut q = p;
+        if wall(-1, 0) {
+            q.x = q.x.max(lo.x + r);
+        }
+        if wall(1, 0) {
+            q.x = q.x.min(hi.x - r);
+        }
+        if wall(0, -1) {
+            q.y = q.y.max(lo.y + r);
+        }
+        if wall(0, 1) {
+            q.y = q.y.min(hi.y - r);
+        }
+        q
+    }
+}
+
+/// The unit vector from neighbour `j` to agent `i`; coincident agents split deterministically,
+/// along a direction made from the pair's slots, never by a random draw.
+fn coincident_safe_dir(diff: Vec2, d: f32, i: u32, j: u32) -> Vec2 {
+    if d > 1e-5 {
+        return diff / d;
+    }
+    let (lo, hi) = (i.min(j), i.max(j));
+    let a = lo.wrapping_mul(2_654_435_761) ^ hi.wrapping_mul(40_503);
+    let angle = (a % 3600) as f32 * (std::f32::consts::TAU / 3600.0);
+    let v = Vec2::new(angle.cos(), angle.sin());
+    if i < j { v } else { -v }
+}
+
+/// What an agent learns from its nearest neighbours.
+struct Contacts {
+    /// DetourCrowd's separation push.
+    push: Vec2,
+    /// Touching an arrived agent of its group that is nearer the goal.
+    blocked_by_arrived: bool,
+    /// Half of every overlap, as a displacement away from the neighbours.
+    unpenetrate: Vec2,
+    /// Unit vectors from touching neighbours to the agent.
+    normals: [Vec2; 16],
+    /// How many of `normals` are set.
+    touching: usize,
+}
+
+/// One agent's mutable entries, as the step's parallel iterator hands them out.
+type AgentRow<'r> = (
+    usize,
+    (
+        (
+            ((&'r mut Vec2, &'r mut Vec2), &'r mut AgentState),
+            &'r mut Vec2,
+        ),
+        (&'r mut f32, &'r mut u8),
+    ),
+);
+
+struct StepContext<'a> {
+    dt: f32,
+    config: &'a CrowdConfig,
+    grid: Grid,
+    costs: &'a [u8],
+    groups: &'a [Group<'a>],
+    neighbours: &'a NeighbourGrid,
+    radii: &'a [f32],
+    max_speeds: &'a [f32],
+    group_of: &'a [u16],
+}
+
+impl StepContext<'_> {
+    /// True if the straight segment from `a` to `b` crosses no wall cell (and squeezes past no
+    /// wall corner), walking the cells it passes through.
+    fn clear_line(&self, a: Vec2, b: Vec2) -> bool {
+        let g = self.grid;
+        let (pa, pb) = (g.world_to_grid(a), g.world_to_grid(b));
+        let d = pb - pa;
+        let steps = (d.x.abs().max(d.y.abs()) * 2.0).ceil().max(1.0) as u32;
+        let mut prev = pa.floor();
+        for s in 1..=steps {
+            let q = (pa + d * (s as f32 / steps as f32)).floor();
+            if q != prev {
+                let wall = |x: f32, y: f32| {
+                    x < 0.0
+                        || y < 0.0
+                        || x >= g.width() as f32
+                        || y >= g.height() as f32
+                        || self.costs[y as usize * g.width() as usize + x as usize] == WALL
+                };
+                if wall(q.x, q.y)
+                    || (q.x != prev.x && q.y != prev.y && (wall(q.x, prev.y) || wall(prev.x, q.y)))
+                {
+                    return false;
+                }
+                prev = q;
+            }
+        }
+        true
+    }
+
+    /// One agent's step, written into its own entries.
+    #[allow(clippy::too_many_arguments)]
+    fn agent(
+        &self,
+        i: usize,
+        position: &mut Vec2,
+        velocity: &mut Vec2,
+        agent_state: &mut AgentState,
+        anchor: &mut Vec2,
+        timer: &mut f32,
+        flags: &mut u8,
+    ) {
+        let cfg = self.config;
+        let (p, v) = (*position, *velocity);
+        let max_speed = self.max_speeds[i];
+        let grp = &self.groups[self.group_of[i] as usize];
+        let to_goal = grp.goal - p;
+        let dist_goal = to_goal.length();
+        let radius = self.radii[i];
+
+        // Where the field says to go.
+        let sample = match cfg.sampling {
+            Sampling::Nearest => grp.flow.sample_nearest(p),
+            Sampling::Bilinear => grp.flow.sample_bilinear(p),
+        };
+        let mut state = AgentState::Moving;
+        let mut desired = match sample {
+            FlowSample::Direction(d) => d,
+            FlowSample::Goal => to_goal.normalize_or_zero(),
+            FlowSample::NoDirection(_) => {
+                state = AgentState::NoPath;
+                Vec2::ZERO
+            }
+        };
+        // Arrival sticks: an arrived agent that is jostled stays arrived (it only gives way).
+        if state == AgentState::Moving
+            && (dist_goal <= cfg.arrival_radius || *agent_state == AgentState::Arrived)
+        {
+            state = AgentState::Arrived;
+        }
+        if state == AgentState::Moving
+            && dist_goal <= cfg.line_of_sight_range
+            && dist_goal > 1e-6
+            && self.goal_cell(grp, p)
+            && self.clear_line(p, grp.goal)
+        {
+            desired = to_goal / dist_goal;
+        }
+        if state != AgentState::Moving {
+            desired = Vec2::ZERO;
+        }
+
+        // Separation from the k nearest neighbours (DetourCrowd's kernel).
+        let contact = self.separation(i, p, radius, state, grp.goal, dist_goal);
+        let (sep, blocked_by_arrived, unpenetrate) = (
+            contact.push,
+            contact.blocked_by_arrived,
+            contact.unpenetrate,
+        );
+        // A moving agent pressed against an arrived one that is nearer the goal is as close as
+        // it will get: it arrives too, so a crowd piles up round its flag instead of pushing.
+        if state == AgentState::Moving && blocked_by_arrived {
+            state = AgentState::Arrived;
+            desired = Vec2::ZERO;
+        }
+
+        let mut target = if state == AgentState::NoPath {
+            Vec2::ZERO
+        } else {
+            let blend = desired * cfg.flow_weight + sep * cfg.separation_weight;
+            let speed = if state == AgentState::Arrived {
+                // Arrived agents only give way, at most at walking pace.
+                (sep.length() * cfg.separation_weight).min(1.0) * max_speed
+            } else if cfg.slowdown_radius > 0.0 {
+                max_speed * (dist_goal / cfg.slowdown_radius).clamp(0.25, 1.0)
+            } else {
+                max_speed
+            };
+            blend.normalize_or_zero() * speed
+        };
+        if !target.is_finite() {
+            target = Vec2::ZERO;
+        }
+        let dv = (target - v).clamp_length_max(cfg.max_acceleration * self.dt);
+        let mut vel = (v + dv).clamp_length_max(max_speed);
+        // Nobody walks into someone they already touch: the part of the velocity heading into a
+        // touching neighbour is removed, so a queue at a door presses no deeper than contact.
+        for n in &contact.normals[..contact.touching] {
+            let into = vel.dot(*n);
+            if into < 0.0 {
+                vel -= *n * into;
+            }
+        }
+
+        // Move, one axis at a time, never into a wall cell: the agent slides along walls and a
+        // diagonal move is two straight ones, so it cannot squeeze between two wall corners.
+        let cell = self.grid.cell_size();
+        // The velocity's step plus half of every overlap with a neighbour (the neighbour moves the
+        // other half in its own update), as DetourCrowd's collision resolution does.
+        let step = (vel * self.dt + unpenetrate).clamp_length_max(0.45 * cell);
+        let walls = WallContext {
+            grid: self.grid,
+            costs: self.costs,
+        };
+        let pos = walls.slide(p, step, radius);
+        // A blocked axis stops the velocity along it, so it does not build up against a wall.
+        let moved = pos - p;
+        if moved.x.abs() < 0.5 * step.x.abs() {
+            vel.x = 0.0;
+        }
+        if moved.y.abs() < 0.5 * step.y.abs() {
+            vel.y = 0.0;
+        }
+
+        // Stuck: no straight-line progress towards the goal for `stuck_time`.
+        *flags &= !STUCK;
+        *timer += self.dt;
+        if state != AgentState::Moving
+            || anchor.distance(grp.goal) - dist_goal >= cfg.stuck_distance
+        {
+            *anchor = p;
+            *timer = 0.0;
+        } else if *timer >= cfg.stuck_time {
+            if dist_goal <= 2.0 * cfg.slowdown_radius.max(cfg.arrival_radius) {
+                // Held up this near the goal, by others who got there first: as close as it
+                // will get.
+                state = AgentState::Arrived;
+                *timer = 0.0;
+            } else {
+                *flags |= STUCK;
+            }
+        }
+        *position = pos;
+        *velocity = vel;
+        *agent_state = state;
+    }
+
+    /// True if the agent's flow field has a goal cell at the group's goal position (so a straight
+    /// line at the goal point heads for that goal).
+    fn goal_cell(&self, grp: &Group, _p: Vec2) -> bool {
+        self.grid
+            .world_to_cell(grp.goal)
+            .is_some_and(|c| grp.flow.byte(c) == Some(FLOW_GOAL))
+    }
+
+    /// The separation push and the contacts with the nearest neighbours.
+    fn separation(
+        &self,
+        i: usize,
+        p: Vec2,
+        radius: f32,
+        state: AgentState,
+        goal: Vec2,
+        dist_goal: f32,
+    ) -> Contacts {
+        let cfg = self.config;
+        let ng = self.neighbours;
+        let k = cfg.max_neighbours.min(16);
+        let mut contacts = Contacts {
+            push: Vec2::ZERO,
+            blocked_by_arrived: false,
+            unpenetrate: Vec2::ZERO,
+            normals: [Vec2::ZERO; 16],
+            touching: 0,
+        };
+        if k == 0 {
+            return contacts;
+        }
+        let reach = cfg.separation_radius.max(2.0 * radius);
+        let reach2 = reach * reach;
+        // The k nearest, kept sorted by (distance², slot) so that ties break the same way on
+        // every run.
+        let mut best: [(f32, u32, u32, Vec2); 16] = [(f32::INFINITY, u32::MAX, 0, Vec2::ZERO); 16];
+        let mut count = 0usize;
+        for range in ng.around(p) {
+            for e in range {
+                let j = ng.slots[e];
+                if j as usize == i {
+                    continue;
+                }
+                let diff = p - ng.points[e];
+                let d2 = diff.length_squared();
+                if d2 >= reach2 {
+                    continue;
+                }
+                let entry = (d2, j, e as u32, diff);
+                if count < k {
+                    best[count] = entry;
+                    count += 1;
+                } else if (d2, j) < (best[k - 1].0, best[k - 1].1) {
+                    best[k - 1] = entry;
+                } else {
+                    continue;
+                }
+                // Insertion step: move the new entry to its place.
+                let mut m = count - 1;
+                while m > 0 && (best[m].0, best[m].1) < (best[m - 1].0, best[m - 1].1) {
+                    best.swap(m, m - 1);
+                    m -= 1;
+                }
+            }
+        }
+        let mut sum = Vec2::ZERO;
+        let mut unpenetrate = Vec2::ZERO;
+        let mut blocked = false;
+        for &(d2, j, e, diff) in &best[..count] {
+            let e = e as usize;
+            let d = d2.sqrt();
+            let other = ng.states[e];
+            let touch = (radius + ng.radii[e]) * 1.5;
+            if other == AgentState::Arrived
+                && d < touch
+                && (p - diff).distance(goal) < dist_goal
+                && ng.groups[e] == self.group_of[i]
+            {
+                blocked = true;
+            }
+            let w = 1.0 - d2 / reach2;
+            let dir = coincident_safe_dir(diff, d, i as u32, j);
+            let overlap = radius + ng.radii[e] - d;
+            if overlap > 0.0 {
+                unpenetrate += dir * (overlap * 0.5);
+            }
+            if overlap > -0.05 * radius {
+                contacts.normals[contacts.touching] = dir;
+                contacts.touching += 1;
+            }
+            let mut weight = w;
+            if state == AgentState::Arrived && other == AgentState::Moving {
+                weight *= cfg.arrived_yield;
+            } else if state == AgentState::Moving && other == AgentState::Arrived {
+                weight /= cfg.arrived_yield.max(1.0);
+            }
+            sum += dir * weight;
+        }
+        contacts.push = if count > 0 {
+            sum / count as f32
+        } else {
+            Vec2::ZERO
+        };
+        contacts.blocked_by_arrived = blocked;
+        contacts.unpenetrate = unpenetrate;
+        contacts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CostModel, IntegrationBuilder};
+
+    fn field(cost: &CostField, goal: UVec2) -> FlowField {
+        let mut b = IntegrationBuilder::new();
+        b.build(cost, &[goal], CostModel::TenFourteen).unwrap();
+        let mut f = FlowField::new(*cost.grid());
+        b.flow_into(&mut f).unwrap();
+        f
+    }
+
+    fn params(p: Vec2) -> AgentParams {
+        AgentParams {
+            position: p,
+            radius: 0.35,
+            max_speed: 4.0,
+            group: 0,
+        }
+    }
+
+    #[test]
+    fn handles_go_stale_on_removal_and_slots_are_reused() {
+        let cost = CostField::new(Grid::new(8, 8).unwrap());
+        let mut c = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+        let a = c.add_agent(&cost, params(Vec2::splat(1.5))).unwrap();
+        let b = c.add_agent(&cost, params(Vec2::splat(2.5))).unwrap();
+        c.remove_agent(a).unwrap();
+        assert!(matches!(c.position(a), Err(CrowdError::StaleHandle { .. })));
+        assert!(c.remove_agent(a).is_err());
+        let d = c.add_agent(&cost, params(Vec2::splat(3.5))).unwrap();
+        assert_eq!(d.index(), a.index());
+        assert_ne!(d, a);
+        assert_eq!(c.position(b).unwrap(), Vec2::splat(2.5));
+        assert_eq!(c.len(), 2);
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        let cost = CostField::new(Grid::new(8, 8).unwrap());
+        let bad = CrowdConfig {
+            separation_radius: f32::NAN,
+            ..CrowdConfig::default()
+        };
+        assert!(Crowd::new(*cost.grid(), bad).is_err());
+        let mut c = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+        let a = c.add_agent(&cost, params(Vec2::splat(1.5))).unwrap();
+        assert!(c.set_velocity(a, Vec2::new(f32::INFINITY, 0.0)).is_err());
+        assert!(
+            c.add_agent(
+                &cost,
+                AgentParams {
+                    radius: -1.0,
+                    ..params(Vec2::ONE)
+                }
+            )
+            .is_err()
+        );
+        let f = field(&cost, UVec2::new(7, 7));
+        let groups = [Group {
+            flow: &f,
+            goal: Vec2::splat(7.5),
+        }];
+        assert!(c.step(f32::NAN, &cost, &groups).is_err());
+        assert!(matches!(
+            c.step(0.1, &cost, &[]),
+            Err(CrowdError::NoSuchGroup { .. })
+        ));
+        assert_eq!(
+            c.position(a).unwrap(),
+            Vec2::splat(1.5),
+            "refused steps change nothing"
+        );
+    }
+
+    #[test]
+    fn agents_on_unreachable_cells_report_no_path_and_stand_still() {
+        let mut cost = CostField::new(Grid::new(10, 5).unwrap());
+        cost.fill_rect(UVec2::new(5, 0), UVec2::new(5, 4), WALL)
+            .unwrap();
+        let f = field(&cost, UVec2::new(1, 2));
+        let mut c = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+        let a = c.add_agent(&cost, params(Vec2::new(8.5, 2.5))).unwrap();
+        let groups = [Group {
+            flow: &f,
+            goal: Vec2::new(1.5, 2.5),
+        }];
+        for _ in 0..20 {
+            c.step(0.1, &cost, &groups).unwrap();
+        }
+        assert_eq!(c.state(a).unwrap(), AgentState::NoPath);
+        assert_eq!(c.position(a).unwrap(), Vec2::new(8.5, 2.5));
+    }
+
+    #[test]
+    fn a_blocked_agent_is_flagged_stuck() {
+        // A U-shaped pocket facing the goal with the flow pointing through its back wall cannot
+        // happen with an exact field, so block the agent with a wall placed after the field was
+        // built: the field says "go east" into a wall that is now there.
+        let mut cost = CostField::new(Grid::new(10, 3).unwrap());
+        let f = field(&cost, UVec2::new(9, 1));
+        cost.fill_rect(UVec2::new(5, 0), UVec2::new(5, 2), WALL)
+            .unwrap();
+        let mut c = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+        let a = c.add_agent(&cost, params(Vec2::new(2.5, 1.5))).unwrap();
+        let groups = [Group {
+            flow: &f,
+            goal: Vec2::new(9.5, 1.5),
+        }];
+        for _ in 0..100 {
+            c.step(0.05, &cost, &groups).unwrap();
+        }
+        assert!(c.is_stuck(a).unwrap());
+        assert_eq!(c.stuck_agents().count(), 1);
+        assert!(c.position(a).unwrap().x < 5.0, "never inside the new wall");
+    }
+}
