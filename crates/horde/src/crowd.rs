@@ -1332,18 +1332,16 @@ mod tests {
 
     #[test]
     fn a_blocked_agent_is_flagged_stuck() {
-        // A U-shaped pocket facing the goal with the flow pointing through its back wall cannot
-        // happen with an exact field, so block the agent with a wall placed after the field was
-        // built: the field says "go east" into a wall that is now there.
-        let mut cost = CostField::new(Grid::new(10, 3).unwrap());
-        let f = field(&cost, UVec2::new(9, 1));
-        cost.fill_rect(UVec2::new(5, 0), UVec2::new(5, 2), WALL)
-            .unwrap();
+        // The field says "go east", then a wall goes up across the corridor: the agent cannot
+        // get nearer its goal, which is too far away to count as arrived.
+        let mut cost = CostField::new(Grid::new(30, 3).unwrap());
+        let f = field(&cost, UVec2::new(29, 1));
+        cost.fill_rect(UVec2::new(5, 0), UVec2::new(5, 2), WALL).unwrap();
         let mut c = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
         let a = c.add_agent(&cost, params(Vec2::new(2.5, 1.5))).unwrap();
         let groups = [Group {
             flow: &f,
-            goal: Vec2::new(9.5, 1.5),
+            goal: Vec2::new(29.5, 1.5),
         }];
         for _ in 0..100 {
             c.step(0.05, &cost, &groups).unwrap();
