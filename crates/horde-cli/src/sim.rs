@@ -195,7 +195,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                 } else {
                     colours[state as usize]
                 };
-                let r = crowd.radii()[h.index()] * s;
+                let r = crowd.radius(h)? * s;
                 indexed_disc(&mut pixels, *w, p * s, r.max(1.0), colour);
             }
             writer.frame(&pixels)?;

@@ -185,9 +185,9 @@ pub struct AgentHandle {
 }
 
 impl AgentHandle {
-    /// The slot of the agent in the crowd's arrays ([`Crowd::positions`] and friends).
-    pub fn index(self) -> usize {
-        self.index as usize
+    /// The agent's id: unique among living agents (reused after removal, with a new generation).
+    pub fn id(self) -> u32 {
+        self.index
     }
 }
 
@@ -215,12 +215,17 @@ pub struct StepStats {
 
 /// A crowd of agents, stored as structure of arrays.
 ///
-/// Memory per agent: 61 bytes. The agent arrays hold 44 (position 8, velocity 8, radius 4, top
-/// speed 4, group 2, state 1, flags 1, handle generation 4, stuck anchor 8 and timer 4); the
-/// neighbour grid holds 17 (the cell-sorted position snapshot 8, sorted slot 4, cell of each
-/// slot 4, state snapshot 1). Per grid cell (one per `separation_radius²` of map) the grid adds
-/// 8 bytes (cell start and counting-sort cursor). Removed slots keep their memory for reuse.
-/// Nothing is allocated per step once the arrays have grown.
+/// The arrays are kept sorted by position (re-sorted at the start of every step by the same
+/// counting sort that builds the neighbour grid), so that a step reads neighbours, arrows and
+/// walls from nearby memory. Handles stay valid through the re-sorting: they name an id, which
+/// maps to the agent's current slot.
+///
+/// Memory per agent: 61 bytes. Agent arrays 40 (position 8, velocity 8, radius 4, top speed 4,
+/// group 2, state 1, flags 1, stuck reference distance 4 and timer 4, id 4); id table 8 (slot 4,
+/// generation 4); neighbour grid 13 (sort order 4, position snapshot 8, state snapshot 1). Per
+/// grid cell the grid adds 8 bytes (cell start and sort cursor); it has about one cell per
+/// agent, and never cells smaller than the separation radius. Nothing is allocated per step
+/// once the arrays have grown.
 #[derive(Debug, Clone)]
 pub struct Crowd {
     grid: Grid,
@@ -232,20 +237,41 @@ pub struct Crowd {
     groups: Vec<u16>,
     states: Vec<AgentState>,
     flags: Vec<u8>,
-    generations: Vec<u32>,
-    anchors: Vec<Vec2>,
+    /// Distance to the goal when the stuck timer last restarted.
+    anchors: Vec<f32>,
     timers: Vec<f32>,
-    free: Vec<u32>,
+    /// Id of the agent in each slot.
+    ids: Vec<u32>,
+    /// Slot of each id (`u32::MAX` when the id is free).
+    id_slots: Vec<u32>,
+    /// Generation of each id, bumped when its agent is removed.
+    id_generations: Vec<u32>,
+    free_ids: Vec<u32>,
     alive: usize,
     neighbours: NeighbourGrid,
+    visited: Vec<u64>,
+}
+
+/// One agent's entries in every slot array, for moving agents between slots.
+#[derive(Clone, Copy)]
+struct AgentRecord {
+    position: Vec2,
+    velocity: Vec2,
+    radius: f32,
+    max_speed: f32,
+    group: u16,
+    state: AgentState,
+    flags: u8,
+    anchor: f32,
+    timer: f32,
+    id: u32,
 }
 
 const ALIVE: u8 = 1;
 const STUCK: u8 = 2;
 
 /// Uniform grid of the agents' positions, rebuilt every step by a counting sort, with a
-/// cell-sorted snapshot of what neighbours read (position, radius, state, group), so that a
-/// neighbour scan touches contiguous memory and never the live arrays.
+/// cell-sorted snapshot of what changes during a step and neighbours read (position, state).
 #[derive(Debug, Clone, Default)]
 struct NeighbourGrid {
     /// Smallest cell side: the longest distance at which agents interact.
@@ -263,19 +289,16 @@ struct NeighbourGrid {
     slots: Vec<u32>,
     /// Position of each sorted entry.
     points: Vec<Vec2>,
-    /// Radius of each sorted entry.
-    radii: Vec<f32>,
     /// State of each sorted entry before the step.
     states: Vec<AgentState>,
-    /// Group of each sorted entry.
-    groups: Vec<u16>,
 }
 
 impl NeighbourGrid {
     fn cell_xy(&self, p: Vec2) -> (u32, u32) {
-        let g = ((p - self.origin) / self.cell).floor();
-        let x = (g.x.max(0.0) as u32).min(self.cols - 1);
-        let y = (g.y.max(0.0) as u32).min(self.rows - 1);
+        // Clamped at 0 first, so truncation is the floor (and needs no libm call).
+        let g = ((p - self.origin) / self.cell).max(Vec2::ZERO);
+        let x = (g.x as u32).min(self.cols - 1);
+        let y = (g.y as u32).min(self.rows - 1);
         (x, y)
     }
 
@@ -298,15 +321,14 @@ impl NeighbourGrid {
     }
 
     /// Sort the living agents into cells. The cell side is at least `reach` (so a 3 × 3 block
-    /// holds every neighbour in reach) and grows on sparse crowds so that the grid has about
-    /// as many cells as agents: the work per step is O(agents), whatever the map's size.
+    /// holds every neighbour in reach) and grows on sparse crowds so that the grid has at most
+    /// about four cells per agent: the work per step is O(agents), whatever the map's size.
     fn rebuild(
         &mut self,
         positions: &[Vec2],
         flags: &[u8],
         radii: &[f32],
         states: &[AgentState],
-        groups: &[u16],
         alive: usize,
     ) {
         let max_radius = radii
@@ -316,7 +338,7 @@ impl NeighbourGrid {
             .fold(0.0f32, |m, (&r, _)| m.max(r));
         let reach = self.reach.max(2.0 * max_radius);
         let area = (self.extent.x * self.extent.y).max(1e-6);
-        self.cell = reach.max((area / alive.max(1) as f32).sqrt());
+        self.cell = reach.max((area / (4 * alive.max(1)) as f32).sqrt());
         self.cols = ((self.extent.x / self.cell).ceil() as u32).clamp(1, 1 << 12);
         self.rows = ((self.extent.y / self.cell).ceil() as u32).clamp(1, 1 << 12);
         self.cell = self
@@ -332,15 +354,16 @@ impl NeighbourGrid {
                 self.starts[c + 1] += 1;
             }
         }
-        for c in 0..cells {
-            self.starts[c + 1] += self.starts[c];
+        // Prefix sums, with the running total in a register.
+        let mut total = 0u32;
+        for start in &mut self.starts {
+            total += *start;
+            *start = total;
         }
         let n = self.starts[cells] as usize;
         self.slots.resize(n, 0);
         self.points.resize(n, Vec2::ZERO);
-        self.radii.resize(n, 0.0);
         self.states.resize(n, AgentState::Moving);
-        self.groups.resize(n, 0);
         // Fill in slot order so that each cell's entries stay sorted by slot: deterministic.
         self.cursor.clear();
         self.cursor.extend_from_slice(&self.starts[..cells]);
@@ -351,9 +374,7 @@ impl NeighbourGrid {
                 self.cursor[c] += 1;
                 self.slots[k] = i as u32;
                 self.points[k] = p;
-                self.radii[k] = radii[i];
                 self.states[k] = states[i];
-                self.groups[k] = groups[i];
             }
         }
     }
@@ -397,11 +418,14 @@ impl Crowd {
             groups: Vec::new(),
             states: Vec::new(),
             flags: Vec::new(),
-            generations: Vec::new(),
             anchors: Vec::new(),
             timers: Vec::new(),
-            free: Vec::new(),
+            ids: Vec::new(),
+            id_slots: Vec::new(),
+            id_generations: Vec::new(),
+            free_ids: Vec::new(),
             alive: 0,
+            visited: Vec::new(),
         })
     }
 
@@ -455,58 +479,155 @@ impl Crowd {
             }
         }
         let position = self.walkable_position(cost, params.position)?;
-        let index = match self.free.pop() {
-            Some(i) => i as usize,
+        let id = match self.free_ids.pop() {
+            Some(id) => id,
             None => {
-                self.positions.push(Vec2::ZERO);
-                self.velocities.push(Vec2::ZERO);
-                self.radii.push(0.0);
-                self.max_speeds.push(0.0);
-                self.groups.push(0);
-                self.states.push(AgentState::Moving);
-                self.flags.push(0);
-                self.generations.push(0);
-                self.anchors.push(Vec2::ZERO);
-                self.timers.push(0.0);
-                self.positions.len() - 1
+                self.id_slots.push(u32::MAX);
+                self.id_generations.push(0);
+                (self.id_slots.len() - 1) as u32
             }
         };
-        self.positions[index] = position;
-        self.velocities[index] = Vec2::ZERO;
-        self.radii[index] = params.radius;
-        self.max_speeds[index] = params.max_speed;
-        self.groups[index] = params.group;
-        self.states[index] = AgentState::Moving;
-        self.flags[index] = ALIVE;
-        self.anchors[index] = position;
-        self.timers[index] = 0.0;
+        let slot = self.positions.len();
+        self.push_record(AgentRecord {
+            position,
+            velocity: Vec2::ZERO,
+            radius: params.radius,
+            max_speed: params.max_speed,
+            group: params.group,
+            state: AgentState::Moving,
+            flags: ALIVE,
+            anchor: f32::INFINITY,
+            timer: 0.0,
+            id,
+        });
+        self.id_slots[id as usize] = slot as u32;
         self.alive += 1;
         Ok(AgentHandle {
-            index: index as u32,
-            generation: self.generations[index],
+            index: id,
+            generation: self.id_generations[id as usize],
         })
     }
 
-    /// Remove an agent; its handle becomes stale. O(1).
+    /// Remove an agent; its handle becomes stale. O(1) (its slot is reclaimed at the next step).
     pub fn remove_agent(&mut self, handle: AgentHandle) -> Result<(), CrowdError> {
         let i = self.slot(handle)?;
         self.flags[i] = 0;
-        self.generations[i] = self.generations[i].wrapping_add(1);
-        self.free.push(i as u32);
+        let id = handle.index as usize;
+        self.id_slots[id] = u32::MAX;
+        self.id_generations[id] = self.id_generations[id].wrapping_add(1);
+        self.free_ids.push(handle.index);
         self.alive -= 1;
         Ok(())
     }
 
     fn slot(&self, h: AgentHandle) -> Result<usize, CrowdError> {
-        let i = h.index as usize;
-        if i < self.flags.len() && self.flags[i] & ALIVE != 0 && self.generations[i] == h.generation
-        {
-            Ok(i)
-        } else {
-            Err(CrowdError::StaleHandle {
+        let id = h.index as usize;
+        match self.id_slots.get(id) {
+            Some(&slot) if slot != u32::MAX && self.id_generations[id] == h.generation => {
+                Ok(slot as usize)
+            }
+            _ => Err(CrowdError::StaleHandle {
                 index: h.index,
                 generation: h.generation,
-            })
+            }),
+        }
+    }
+
+    fn push_record(&mut self, r: AgentRecord) {
+        self.positions.push(r.position);
+        self.velocities.push(r.velocity);
+        self.radii.push(r.radius);
+        self.max_speeds.push(r.max_speed);
+        self.groups.push(r.group);
+        self.states.push(r.state);
+        self.flags.push(r.flags);
+        self.anchors.push(r.anchor);
+        self.timers.push(r.timer);
+        self.ids.push(r.id);
+    }
+
+    fn record(&self, i: usize) -> AgentRecord {
+        AgentRecord {
+            position: self.positions[i],
+            velocity: self.velocities[i],
+            radius: self.radii[i],
+            max_speed: self.max_speeds[i],
+            group: self.groups[i],
+            state: self.states[i],
+            flags: self.flags[i],
+            anchor: self.anchors[i],
+            timer: self.timers[i],
+            id: self.ids[i],
+        }
+    }
+
+    fn set_record(&mut self, i: usize, r: AgentRecord) {
+        self.positions[i] = r.position;
+        self.velocities[i] = r.velocity;
+        self.radii[i] = r.radius;
+        self.max_speeds[i] = r.max_speed;
+        self.groups[i] = r.group;
+        self.states[i] = r.state;
+        self.flags[i] = r.flags;
+        self.anchors[i] = r.anchor;
+        self.timers[i] = r.timer;
+        self.ids[i] = r.id;
+    }
+
+    /// Sort the living agents by neighbour-grid cell, dropping removed ones: the grid's sort
+    /// order is applied to every slot array in place (cycle by cycle), so that afterwards slot
+    /// `k` is the grid's entry `k`.
+    fn sort_agents(&mut self) {
+        self.rebuild_neighbours();
+        let n_old = self.positions.len();
+        let live = self.neighbours.slots.len();
+        // The full permutation: living agents in grid order, then the removed ones.
+        let mut order = std::mem::take(&mut self.neighbours.slots);
+        let dead_start = order.len();
+        for i in 0..n_old {
+            if self.flags[i] & ALIVE == 0 {
+                order.push(i as u32);
+            }
+        }
+        debug_assert_eq!(order.len(), n_old);
+        self.visited.clear();
+        self.visited.resize(n_old.div_ceil(64), 0);
+        for start in 0..n_old {
+            if self.visited[start / 64] >> (start % 64) & 1 == 1 {
+                continue;
+            }
+            // Gather along the cycle: slot j takes the record from slot order[j].
+            let held = self.record(start);
+            let mut j = start;
+            loop {
+                self.visited[j / 64] |= 1 << (j % 64);
+                let from = order[j] as usize;
+                if from == start {
+                    self.set_record(j, held);
+                    break;
+                }
+                let r = self.record(from);
+                self.set_record(j, r);
+                j = from;
+            }
+        }
+        order.truncate(dead_start);
+        for (k, slot) in order.iter_mut().enumerate() {
+            *slot = k as u32;
+        }
+        self.neighbours.slots = order;
+        self.positions.truncate(live);
+        self.velocities.truncate(live);
+        self.radii.truncate(live);
+        self.max_speeds.truncate(live);
+        self.groups.truncate(live);
+        self.states.truncate(live);
+        self.flags.truncate(live);
+        self.anchors.truncate(live);
+        self.timers.truncate(live);
+        self.ids.truncate(live);
+        for (k, &id) in self.ids.iter().enumerate() {
+            self.id_slots[id as usize] = k as u32;
         }
     }
 
@@ -541,7 +662,7 @@ impl Crowd {
         finite_vec("position", p)?;
         let p = self.walkable_position(cost, p)?;
         self.positions[i] = p;
-        self.anchors[i] = p;
+        self.anchors[i] = f32::INFINITY;
         self.timers[i] = 0.0;
         Ok(())
     }
@@ -563,31 +684,40 @@ impl Crowd {
         Ok(())
     }
 
-    /// Positions of all slots (removed slots hold stale values; see [`Crowd::handles`]).
-    pub fn positions(&self) -> &[Vec2] {
-        &self.positions
+    /// Radius of an agent.
+    pub fn radius(&self, h: AgentHandle) -> Result<f32, CrowdError> {
+        Ok(self.radii[self.slot(h)?])
     }
-    /// Radii of all slots.
-    pub fn radii(&self) -> &[f32] {
-        &self.radii
-    }
-    /// States of all slots.
-    pub fn states(&self) -> &[AgentState] {
-        &self.states
-    }
-    /// Handles of the living agents, in slot order.
+    /// Handles of the living agents, in slot order: the order of [`Crowd::positions`],
+    /// [`Crowd::radii`] and [`Crowd::states`], which changes at every step (agents are kept
+    /// sorted by position).
     pub fn handles(&self) -> impl Iterator<Item = AgentHandle> + '_ {
         (0..self.flags.len())
             .filter(|&i| self.flags[i] & ALIVE != 0)
-            .map(|i| AgentHandle {
-                index: i as u32,
-                generation: self.generations[i],
+            .map(|i| {
+                let id = self.ids[i];
+                AgentHandle {
+                    index: id,
+                    generation: self.id_generations[id as usize],
+                }
             })
+    }
+    /// Positions by slot (slots of removed agents hold stale values until the next step).
+    pub fn positions(&self) -> &[Vec2] {
+        &self.positions
+    }
+    /// Radii by slot.
+    pub fn radii(&self) -> &[f32] {
+        &self.radii
+    }
+    /// States by slot.
+    pub fn states(&self) -> &[AgentState] {
+        &self.states
     }
     /// Handles of the agents flagged stuck.
     pub fn stuck_agents(&self) -> impl Iterator<Item = AgentHandle> + '_ {
         self.handles()
-            .filter(|h| self.flags[h.index as usize] & STUCK != 0)
+            .filter(|&h| self.slot(h).is_ok_and(|i| self.flags[i] & STUCK != 0))
     }
 
     fn check_grid(&self, what: &'static str, g: &Grid) -> Result<(), CrowdError> {
@@ -685,7 +815,7 @@ impl Crowd {
                 });
             }
         }
-        self.rebuild_neighbours();
+        self.sort_agents();
         let ctx = StepContext {
             dt,
             config: &self.config,
@@ -754,7 +884,6 @@ impl Crowd {
             &self.flags,
             &self.radii,
             &self.states,
-            &self.groups,
             self.alive,
         );
     }
@@ -781,9 +910,11 @@ impl Crowd {
                         continue;
                     }
                     let diff = p - ng.points[e];
-                    let d = diff.length();
-                    let overlap = r + ng.radii[e] - d;
-                    if overlap > 0.0 {
+                    let touch = r + radii[j as usize];
+                    let d2 = diff.length_squared();
+                    if d2 < touch * touch {
+                        let d = d2.sqrt();
+                        let overlap = touch - d;
                         shift += coincident_safe_dir(diff, d, i as u32, j) * (overlap * 0.5);
                     }
                 }
@@ -818,16 +949,17 @@ impl Crowd {
         self.rebuild_neighbours();
         let ng = &self.neighbours;
         let mut worst = 0.0f32;
-        for (k, (&p, &ri)) in ng.points.iter().zip(&ng.radii).enumerate() {
+        for (k, (&p, &slot)) in ng.points.iter().zip(&ng.slots).enumerate() {
+            let ri = self.radii[slot as usize];
             for range in ng.around(p) {
                 for e in range {
                     if e <= k {
                         continue;
                     }
-                    let sum = ri + ng.radii[e];
-                    let d = p.distance(ng.points[e]);
-                    if d < sum {
-                        worst = worst.max((sum - d) / sum);
+                    let sum = ri + self.radii[ng.slots[e] as usize];
+                    let d2 = p.distance_squared(ng.points[e]);
+                    if d2 < sum * sum {
+                        worst = worst.max((sum - d2.sqrt()) / sum);
                     }
                 }
             }
@@ -941,7 +1073,7 @@ type AgentRow<'r> = (
     (
         (
             ((&'r mut Vec2, &'r mut Vec2), &'r mut AgentState),
-            &'r mut Vec2,
+            &'r mut f32,
         ),
         (&'r mut f32, &'r mut u8),
     ),
@@ -997,7 +1129,7 @@ impl StepContext<'_> {
         position: &mut Vec2,
         velocity: &mut Vec2,
         agent_state: &mut AgentState,
-        anchor: &mut Vec2,
+        anchor: &mut f32,
         timer: &mut f32,
         flags: &mut u8,
     ) {
@@ -1106,10 +1238,8 @@ impl StepContext<'_> {
         // Stuck: no straight-line progress towards the goal for `stuck_time`.
         *flags &= !STUCK;
         *timer += self.dt;
-        if state != AgentState::Moving
-            || anchor.distance(grp.goal) - dist_goal >= cfg.stuck_distance
-        {
-            *anchor = p;
+        if state != AgentState::Moving || *anchor - dist_goal >= cfg.stuck_distance {
+            *anchor = dist_goal;
             *timer = 0.0;
         } else if *timer >= cfg.stuck_time {
             if dist_goal <= 2.0 * cfg.slowdown_radius.max(cfg.arrival_radius) {
@@ -1198,17 +1328,17 @@ impl StepContext<'_> {
             let e = e as usize;
             let d = d2.sqrt();
             let other = ng.states[e];
-            let touch = (radius + ng.radii[e]) * 1.5;
+            let touch = (radius + self.radii[j as usize]) * 1.5;
             if other == AgentState::Arrived
                 && d < touch
                 && (p - diff).distance(goal) < dist_goal
-                && ng.groups[e] == self.group_of[i]
+                && self.group_of[j as usize] == self.group_of[i]
             {
                 blocked = true;
             }
             let w = 1.0 - d2 / reach2;
             let dir = coincident_safe_dir(diff, d, i as u32, j);
-            let overlap = radius + ng.radii[e] - d;
+            let overlap = radius + self.radii[j as usize] - d;
             if overlap > 0.0 {
                 unpenetrate += dir * (overlap * 0.5);
             }
@@ -1267,7 +1397,7 @@ mod tests {
         assert!(matches!(c.position(a), Err(CrowdError::StaleHandle { .. })));
         assert!(c.remove_agent(a).is_err());
         let d = c.add_agent(&cost, params(Vec2::splat(3.5))).unwrap();
-        assert_eq!(d.index(), a.index());
+        assert_eq!(d.id(), a.id(), "the id is reused, with a new generation");
         assert_ne!(d, a);
         assert_eq!(c.position(b).unwrap(), Vec2::splat(2.5));
         assert_eq!(c.len(), 2);
@@ -1336,7 +1466,8 @@ mod tests {
         // get nearer its goal, which is too far away to count as arrived.
         let mut cost = CostField::new(Grid::new(30, 3).unwrap());
         let f = field(&cost, UVec2::new(29, 1));
-        cost.fill_rect(UVec2::new(5, 0), UVec2::new(5, 2), WALL).unwrap();
+        cost.fill_rect(UVec2::new(5, 0), UVec2::new(5, 2), WALL)
+            .unwrap();
         let mut c = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
         let a = c.add_agent(&cost, params(Vec2::new(2.5, 1.5))).unwrap();
         let groups = [Group {

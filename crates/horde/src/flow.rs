@@ -203,10 +203,16 @@ impl FlowField {
             Ok((cell, b)) => (cell, b),
             Err(s) => return s,
         };
+        // The position is on the map, so g >= -0.5 and (g + 1) truncates to floor(g) + 1
+        // (truncation is cheaper than floor where the CPU has no rounding instruction).
         let g = self.grid.world_to_grid(pos) - 0.5;
-        let base = g.floor();
+        let base = Vec2::new(
+            ((g.x + 1.0) as i32 - 1) as f32,
+            ((g.y + 1.0) as i32 - 1) as f32,
+        );
         let f = g - base;
         let mut sum = Vec2::ZERO;
+        let (w, h) = (self.grid.width() as i64, self.grid.height() as i64);
         for (ox, oy, wgt) in [
             (0, 0, (1.0 - f.x) * (1.0 - f.y)),
             (1, 0, f.x * (1.0 - f.y)),
@@ -215,11 +221,11 @@ impl FlowField {
         ] {
             let cx = base.x as i64 + ox;
             let cy = base.y as i64 + oy;
-            if !self.grid.contains(cx, cy) {
+            if cx < 0 || cy < 0 || cx >= w || cy >= h {
                 continue;
             }
             let cell = UVec2::new(cx as u32, cy as u32);
-            let b = self.cells[self.grid.index(cell).expect("contained")];
+            let b = self.cells[(cy * w + cx) as usize];
             let v = match b {
                 0..=7 => Dir8::ALL[b as usize].vec2(),
                 FLOW_GOAL => (self.grid.cell_center(cell) - pos).normalize_or_zero(),

@@ -115,8 +115,18 @@ impl Dir8 {
 
     /// Unit vector of the direction in grid space (+x east, +y south).
     pub fn vec2(self) -> Vec2 {
-        let (dx, dy) = self.offset();
-        Vec2::new(dx as f32, dy as f32).normalize()
+        const H: f32 = std::f32::consts::FRAC_1_SQRT_2;
+        const UNIT: [Vec2; 8] = [
+            Vec2::new(0.0, -1.0),
+            Vec2::new(H, -H),
+            Vec2::new(1.0, 0.0),
+            Vec2::new(H, H),
+            Vec2::new(0.0, 1.0),
+            Vec2::new(-H, H),
+            Vec2::new(-1.0, 0.0),
+            Vec2::new(-H, -H),
+        ];
+        UNIT[self as usize]
     }
 
     /// For a diagonal, the two straight directions whose cells it passes between.
@@ -292,6 +302,8 @@ mod tests {
             let (ox, oy) = d.opposite().offset();
             assert_eq!((dx + ox, dy + oy), (0, 0));
             assert_eq!(d.is_diagonal(), dx != 0 && dy != 0);
+            let v = Vec2::new(dx as f32, dy as f32).normalize();
+            assert!((d.vec2() - v).length() < 1e-6);
             if let Some((a, b)) = d.corner_sides() {
                 assert_eq!(
                     (a.offset().0 + b.offset().0, a.offset().1 + b.offset().1),
