@@ -36,6 +36,9 @@ pub struct Args {
     /// Random seed for the spawn positions.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Spawn only in this rectangle of cells (corners inclusive).
+    #[arg(long, value_name = "X0,Y0,X1,Y1")]
+    spawn: Option<String>,
     /// Agent radius, in cells.
     #[arg(long, default_value_t = 0.35)]
     radius: f32,
@@ -114,11 +117,30 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         ..CrowdConfig::default()
     };
     let mut crowd = Crowd::new(*cost.grid(), config)?;
+    let area = match &a.spawn {
+        None => (0, 0, u32::MAX, u32::MAX),
+        Some(text) => {
+            let v: Vec<u32> = text
+                .split(',')
+                .map(|t| t.trim().parse())
+                .collect::<Result<_, _>>()
+                .map_err(|_| anyhow::anyhow!("--spawn '{text}' is not X0,Y0,X1,Y1"))?;
+            if v.len() != 4 || v[0] > v[2] || v[1] > v[3] {
+                bail!("--spawn '{text}' is not X0,Y0,X1,Y1 with X0 <= X1 and Y0 <= Y1");
+            }
+            (v[0], v[1], v[2], v[3])
+        }
+    };
     let walkable: Vec<usize> = (0..cost.grid().len())
-        .filter(|&i| cost.costs()[i] != horde::WALL)
+        .filter(|&i| {
+            let c = cost.grid().cell(i);
+            cost.costs()[i] != horde::WALL
+                && (area.0..=area.2).contains(&c.x)
+                && (area.1..=area.3).contains(&c.y)
+        })
         .collect();
     if walkable.is_empty() {
-        bail!("{name} has no walkable cell");
+        bail!("{name} has no walkable cell to spawn on");
     }
     let mut rng = Pcg64::seed_from_u64(a.seed);
     let mut handles = Vec::with_capacity(a.agents);
@@ -131,9 +153,6 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             cells.shuffle(&mut rng);
         }
         picked.push(cells[k % cells.len()]);
-    }
-    if std::env::var_os("HORDE_SORTED_SPAWN").is_some() {
-        picked.sort_unstable();
     }
     for &index in &picked {
         let cell = cost.grid().cell(index);

@@ -154,9 +154,9 @@ impl CrowdConfig {
 pub enum AgentState {
     /// Following its field.
     Moving = 0,
-    /// Reached its goal: within the arrival radius, or pressed against an arrived agent nearer
-    /// the goal, or held up for `stuck_time` within twice the slow-down radius (so a crowd piles
-    /// up round its flag). It stays arrived, giving way to others,
+    /// Reached its goal: within the arrival radius; or, within the pile of agents already arrived
+    /// round the goal, pressed against an arrived agent nearer the goal or held up for
+    /// `stuck_time` (so a crowd piles up round its flag instead of pushing into it). It stays arrived, giving way to others,
     /// until [`Crowd::set_group`] sends it elsewhere.
     Arrived = 1,
     /// On a cell with no way to the goal (or a wall, or off the map): it stands still.
@@ -250,6 +250,8 @@ pub struct Crowd {
     alive: usize,
     neighbours: NeighbourGrid,
     visited: Vec<u64>,
+    /// Per group: how far from the goal its pile of arrived agents reaches (from the last step).
+    piles: Vec<f32>,
 }
 
 /// One agent's entries in every slot array, for moving agents between slots.
@@ -279,6 +281,7 @@ struct NeighbourGrid {
     extent: Vec2,
     origin: Vec2,
     cell: f32,
+    inv_cell: f32,
     cols: u32,
     rows: u32,
     /// `starts[c]..starts[c + 1]` are the sorted entries of cell `c`.
@@ -296,7 +299,7 @@ struct NeighbourGrid {
 impl NeighbourGrid {
     fn cell_xy(&self, p: Vec2) -> (u32, u32) {
         // Clamped at 0 first, so truncation is the floor (and needs no libm call).
-        let g = ((p - self.origin) / self.cell).max(Vec2::ZERO);
+        let g = ((p - self.origin) * self.inv_cell).max(Vec2::ZERO);
         let x = (g.x as u32).min(self.cols - 1);
         let y = (g.y as u32).min(self.rows - 1);
         (x, y)
@@ -345,6 +348,7 @@ impl NeighbourGrid {
             .cell
             .max(self.extent.x / self.cols as f32)
             .max(self.extent.y / self.rows as f32);
+        self.inv_cell = self.cell.recip();
         let cells = (self.cols * self.rows) as usize;
         self.starts.clear();
         self.starts.resize(cells + 1, 0);
@@ -406,6 +410,7 @@ impl Crowd {
                 extent,
                 origin: grid.origin(),
                 cell: 1.0,
+                inv_cell: 1.0,
                 cols: 1,
                 rows: 1,
                 ..NeighbourGrid::default()
@@ -426,6 +431,7 @@ impl Crowd {
             free_ids: Vec::new(),
             alive: 0,
             visited: Vec::new(),
+            piles: Vec::new(),
         })
     }
 
@@ -826,6 +832,7 @@ impl Crowd {
             radii: &self.radii,
             max_speeds: &self.max_speeds,
             group_of: &self.groups,
+            piles: &self.piles,
         };
         // Each agent writes only its own entries; everything it reads of others is the snapshot
         // in the neighbour grid. So the step runs in place, in any order, on any thread count.
@@ -861,6 +868,21 @@ impl Crowd {
         for _ in 0..self.config.collision_passes {
             self.collision_pass(cost);
         }
+        // The pile round each goal: arrived agents packed at about 80 % density fill a disc of
+        // radius sqrt(sum of their areas / 0.8), plus the arrival radius and a body of slack.
+        let mut area = vec![0.0f32; groups.len()];
+        let mut widest = vec![0.0f32; groups.len()];
+        for i in 0..self.positions.len() {
+            if self.flags[i] & ALIVE != 0 && self.states[i] == AgentState::Arrived {
+                let g = self.groups[i] as usize;
+                area[g] += std::f32::consts::PI * self.radii[i] * self.radii[i];
+                widest[g] = widest[g].max(self.radii[i]);
+            }
+        }
+        self.piles.clear();
+        self.piles.extend(area.iter().zip(&widest).map(|(&a, &r)| {
+            self.config.arrival_radius + (a / (0.8 * std::f32::consts::PI)).sqrt() + 2.0 * r
+        }));
         let mut stats = StepStats::default();
         for (state, &f) in self.states.iter().zip(&self.flags) {
             if f & ALIVE == 0 {
@@ -1089,6 +1111,7 @@ struct StepContext<'a> {
     radii: &'a [f32],
     max_speeds: &'a [f32],
     group_of: &'a [u16],
+    piles: &'a [f32],
 }
 
 impl StepContext<'_> {
@@ -1182,7 +1205,12 @@ impl StepContext<'_> {
         );
         // A moving agent pressed against an arrived one that is nearer the goal is as close as
         // it will get: it arrives too, so a crowd piles up round its flag instead of pushing.
-        if state == AgentState::Moving && blocked_by_arrived {
+        let pile = self
+            .piles
+            .get(self.group_of[i] as usize)
+            .copied()
+            .unwrap_or(cfg.arrival_radius);
+        if state == AgentState::Moving && blocked_by_arrived && dist_goal <= pile {
             state = AgentState::Arrived;
             desired = Vec2::ZERO;
         }
@@ -1242,7 +1270,7 @@ impl StepContext<'_> {
             *anchor = dist_goal;
             *timer = 0.0;
         } else if *timer >= cfg.stuck_time {
-            if dist_goal <= 2.0 * cfg.slowdown_radius.max(cfg.arrival_radius) {
+            if dist_goal <= pile + cfg.slowdown_radius {
                 // Held up this near the goal, by others who got there first: as close as it
                 // will get.
                 state = AgentState::Arrived;

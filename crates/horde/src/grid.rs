@@ -151,6 +151,8 @@ pub struct Grid {
     height: u32,
     origin: Vec2,
     cell_size: f32,
+    /// `1 / cell_size`: world → cell mapping multiplies (a division costs far more per unit).
+    inv_cell_size: f32,
 }
 
 // `Grid` holds f32s, so `Eq` is asserted by hand: `with_world` keeps NaN out of a grid.
@@ -176,6 +178,7 @@ impl Grid {
             height,
             origin: Vec2::ZERO,
             cell_size: 1.0,
+            inv_cell_size: 1.0,
         })
     }
 
@@ -195,6 +198,7 @@ impl Grid {
         }
         self.origin = origin;
         self.cell_size = cell_size;
+        self.inv_cell_size = cell_size.recip();
         Ok(self)
     }
 
@@ -263,7 +267,7 @@ impl Grid {
     /// assert_eq!(grid.world_to_cell(Vec2::new(-0.1, 0.0)), None);
     /// ```
     pub fn world_to_cell(&self, pos: Vec2) -> Option<UVec2> {
-        let p = (pos - self.origin) / self.cell_size;
+        let p = (pos - self.origin) * self.inv_cell_size;
         // `>= 0.0` is false for NaN, so NaN positions fall out here.
         if p.x >= 0.0 && p.y >= 0.0 && p.x < self.width as f32 && p.y < self.height as f32 {
             let x = (p.x as u32).min(self.width - 1);
@@ -276,7 +280,7 @@ impl Grid {
 
     /// Position in grid units (cell `(x, y)` spans `[x, x + 1) × [y, y + 1)`), unclamped.
     pub fn world_to_grid(&self, pos: Vec2) -> Vec2 {
-        (pos - self.origin) / self.cell_size
+        (pos - self.origin) * self.inv_cell_size
     }
 
     /// World position of a cell's centre.
