@@ -430,3 +430,78 @@ fn greyscale_images_are_maps_and_colour_ones_are_refused() {
     assert_ne!(code, 0);
     assert!(err.contains("exceeds --max-cells 11"), "{err}");
 }
+
+#[test]
+fn sim_reports_the_agreed_keys_and_repeats_bit_for_bit() {
+    let map = format!("{}/../../docs/maps/door.map", env!("CARGO_MANIFEST_DIR"));
+    let gif_path = tmp("door.gif");
+    let args = [
+        "sim",
+        &map,
+        "--goal",
+        "50,20",
+        "--agents",
+        "200",
+        "--spawn",
+        "2,2,27,37",
+        "--steps",
+        "3000",
+        "--json",
+    ];
+    let (code, out, err) = horde(&args);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    for key in [
+        "agents",
+        "steps",
+        "arrived_fraction",
+        "arrive_p50_s",
+        "arrive_p95_s",
+        "max_overlap",
+        "inside_wall_events",
+        "ms_per_step",
+        "state_hash",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(v["agents"], 200);
+    assert_eq!(v["arrived_fraction"], 1.0, "every agent passes the door");
+    assert_eq!(v["inside_wall_events"], 0);
+    assert!(v["max_overlap"].as_f64().unwrap() < 0.5);
+    // The same run on one thread gives the same final positions, bit for bit.
+    let one = Command::new(env!("CARGO_BIN_EXE_horde"))
+        .args(args)
+        .env("RAYON_NUM_THREADS", "1")
+        .output()
+        .unwrap();
+    let v1: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
+    assert_eq!(v1["state_hash"], v["state_hash"]);
+    // A GIF of the run: one frame per `--every` steps plus the first.
+    let (code, out, err) = horde(&[
+        "sim",
+        &map,
+        "--goal",
+        "50,20",
+        "--agents",
+        "50",
+        "--steps",
+        "40",
+        "--every",
+        "4",
+        "--gif",
+        gif_path.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let steps = v["steps"].as_u64().unwrap() as usize;
+    let mut decoder = gif::DecodeOptions::new()
+        .read_info(std::fs::File::open(&gif_path).unwrap())
+        .unwrap();
+    let mut frames = 0;
+    while decoder.read_next_frame().unwrap().is_some() {
+        frames += 1;
+    }
+    assert_eq!(frames, 1 + steps / 4);
+    assert_eq!(v["gif_frames"].as_u64().unwrap() as usize, frames);
+}
