@@ -37,6 +37,10 @@ pub enum IntegrationError {
          lower the terrain costs or split the map"
     )]
     Overflow { x: u32, y: u32, limit: u32 },
+    /// [`IntegrationBuilder::finish_into`] or [`IntegrationBuilder::advance`] without a build
+    /// under way, or `finish_into` before the wave is done.
+    #[error("no finished build: call start, then advance until it reports Done")]
+    NotFinished,
     /// The output field was made for a grid of another size.
     #[error("output field is {got_w}x{got_h} but the cost field is {want_w}x{want_h}")]
     SizeMismatch {
@@ -117,6 +121,41 @@ pub struct IntegrationBuilder {
     pub(crate) model: CostModel,
     buckets: Vec<Bucket>,
     built: bool,
+    wave: WaveState,
+    grid: Option<Grid>,
+}
+
+/// Where a wave stands, so that it can stop after any cell and go on later.
+#[derive(Debug, Default, Clone)]
+struct WaveState {
+    /// A build is under way (started, not yet finished).
+    active: bool,
+    /// The wave has settled every reachable cell.
+    done: bool,
+    shift: u32,
+    mask: usize,
+    limit: u32,
+    pending: usize,
+    settled: usize,
+    /// The bucket number being drained.
+    k: u32,
+    /// Entries of the bucket being drained (taken out of it), and how far the drain got.
+    current: Vec<u32>,
+    current_len: usize,
+    cursor: usize,
+    draining: bool,
+}
+
+/// How far a time-sliced build has come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildProgress {
+    /// More cells to settle; call [`IntegrationBuilder::advance`] again.
+    Running {
+        /// Cells settled so far.
+        settled: usize,
+    },
+    /// Every reachable cell is settled; call [`IntegrationBuilder::finish_into`].
+    Done(WaveStats),
 }
 
 impl IntegrationBuilder {
@@ -177,6 +216,43 @@ impl IntegrationBuilder {
                 want_h: grid.height(),
             });
         }
+        self.start(cost, goals, model)?;
+        self.advance(usize::MAX)?;
+        self.finish_into(out)
+    }
+
+    /// Begin a time-sliced build: check the goals and seed the wave, without settling any cell.
+    /// Then call [`advance`](Self::advance) once per frame with a budget, and
+    /// [`finish_into`](Self::finish_into) when it reports [`BuildProgress::Done`]. Fields built
+    /// before stay untouched (and readable by units) until then, and the finished field is
+    /// identical to a one-shot [`build_into`](Self::build_into). O(cells) for the set-up.
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::{BuildProgress, CostField, CostModel, Grid, IntegrationBuilder, IntegrationField};
+    /// let cost = horde::maps::scattered_map(64, 64, 3).unwrap();
+    /// let goal = UVec2::new(10, 10);
+    /// let goal = if cost.is_walkable(goal) { goal } else { UVec2::new(11, 11) };
+    /// # if !cost.is_walkable(goal) { return; }
+    /// let mut builder = IntegrationBuilder::new();
+    /// builder.start(&cost, &[goal], CostModel::TenFourteen).unwrap();
+    /// let mut frames = 0;
+    /// while let BuildProgress::Running { .. } = builder.advance(500).unwrap() {
+    ///     frames += 1; // units keep reading the previous flow field meanwhile
+    /// }
+    /// let mut sliced = IntegrationField::new(*cost.grid(), CostModel::TenFourteen);
+    /// builder.finish_into(&mut sliced).unwrap();
+    /// let once = IntegrationBuilder::new().build(&cost, &[goal], CostModel::TenFourteen).unwrap();
+    /// assert_eq!(sliced, once);
+    /// assert!(frames > 1);
+    /// ```
+    pub fn start(
+        &mut self,
+        cost: &CostField,
+        goals: &[UVec2],
+        model: CostModel,
+    ) -> Result<(), IntegrationError> {
+        let grid = *cost.grid();
         if goals.is_empty() {
             return Err(IntegrationError::NoGoals);
         }
@@ -188,14 +264,58 @@ impl IntegrationBuilder {
         }
         self.built = false;
         self.prepare(cost, model);
+        self.grid = Some(grid);
         let pw = self.padded_width;
         let seeds = goals
             .iter()
             .map(|g| (g.y as usize + 1) * pw + g.x as usize + 1);
-        let waved = self.wave(seeds, cost.max_walkable_cost());
-        // Walls go back to UNREACHABLE, row by row while each row is in cache; on success the
-        // row is copied out in the same sweep.
-        let w = self.width;
+        self.seed(seeds, cost.max_walkable_cost());
+        Ok(())
+    }
+
+    /// Settle at most `max_cells` more cells of the build begun by [`start`](Self::start).
+    /// O(cells settled) plus the empty buckets passed over.
+    pub fn advance(&mut self, max_cells: usize) -> Result<BuildProgress, IntegrationError> {
+        if !self.wave.active {
+            return Err(IntegrationError::NotFinished);
+        }
+        if !self.wave.done {
+            match self.run(max_cells) {
+                Ok(done) => self.wave.done = done,
+                Err(e) => {
+                    self.wave.active = false;
+                    return Err(e);
+                }
+            }
+        }
+        let settled = self.wave.settled;
+        Ok(if self.wave.done {
+            BuildProgress::Done(WaveStats { settled })
+        } else {
+            BuildProgress::Running { settled }
+        })
+    }
+
+    /// Write the finished field into `out` (same size as the cost field). After this, the
+    /// builder also serves [`flow_into`](Self::flow_into). O(cells).
+    pub fn finish_into(
+        &mut self,
+        out: &mut IntegrationField,
+    ) -> Result<WaveStats, IntegrationError> {
+        let (Some(grid), true, true) = (self.grid, self.wave.active, self.wave.done) else {
+            return Err(IntegrationError::NotFinished);
+        };
+        if out.grid.width() != grid.width() || out.grid.height() != grid.height() {
+            return Err(IntegrationError::SizeMismatch {
+                got_w: out.grid.width(),
+                got_h: out.grid.height(),
+                want_w: grid.width(),
+                want_h: grid.height(),
+            });
+        }
+        // Walls go back to UNREACHABLE, row by row while each row is in cache, and each row is
+        // copied out in the same sweep.
+        let (w, pw) = (self.width, self.padded_width);
         for (y, (drow, crow)) in self
             .dist
             .chunks_exact_mut(pw)
@@ -207,15 +327,17 @@ impl IntegrationBuilder {
                     *d = UNREACHABLE;
                 }
             }
-            if waved.is_ok() && (1..=self.height).contains(&y) {
+            if (1..=self.height).contains(&y) {
                 out.values[(y - 1) * w..y * w].copy_from_slice(&drow[1..=w]);
             }
         }
-        let settled = waved?;
-        out.model = model;
+        out.model = self.model;
         out.grid = grid;
+        self.wave.active = false;
         self.built = true;
-        Ok(WaveStats { settled })
+        Ok(WaveStats {
+            settled: self.wave.settled,
+        })
     }
 
     /// True once a build has succeeded, so [`FlowField`](crate::FlowField)s can be derived
@@ -249,66 +371,94 @@ impl IntegrationBuilder {
         );
     }
 
-    /// Dial's wave from the seeds. Returns the number of cells expanded.
-    fn wave(
-        &mut self,
-        seeds: impl Iterator<Item = usize>,
-        max_terrain: u8,
-    ) -> Result<usize, IntegrationError> {
-        let pw = self.padded_width;
-        let (straight, diagonal) = (self.model.straight(), self.model.diagonal());
+    /// Set up Dial's buckets and queue the seeds.
+    fn seed(&mut self, seeds: impl Iterator<Item = usize>, max_terrain: u8) {
+        let diagonal = self.model.diagonal();
         // Buckets no wider than the cheapest step: nothing expanded from a bucket lands in it.
-        let shift = 31 - straight.leading_zeros();
+        let shift = 31 - self.model.straight().leading_zeros();
         let max_step = diagonal * WALL as u32;
         let nb = (((diagonal * max_terrain as u32) >> shift) as usize + 2).next_power_of_two();
-        let mask = nb - 1;
         if self.buckets.len() < nb {
             self.buckets.resize_with(nb, Bucket::default);
         }
         for b in &mut self.buckets {
             b.len = 0;
         }
-        let limit = UNREACHABLE - 1 - max_step;
-
-        let costs = &self.costs[..];
-        let dist = &mut self.dist[..];
-        let buckets = &mut self.buckets[..nb];
-        let mut pending = 0usize;
+        let mut pending = 0;
         for s in seeds {
-            if dist[s] != 0 {
-                dist[s] = 0;
-                buckets[0].push(s as u32);
+            if self.dist[s] != 0 {
+                self.dist[s] = 0;
+                self.buckets[0].push(s as u32);
                 pending += 1;
             }
         }
-        let mut settled = 0usize;
-        let mut k: u32 = 0;
-        while pending > 0 {
-            let slot = k as usize & mask;
-            let n = buckets[slot].len;
-            if n == 0 {
-                k += 1;
-                continue;
+        let current = std::mem::take(&mut self.wave.current);
+        self.wave = WaveState {
+            active: true,
+            done: false,
+            shift,
+            mask: nb - 1,
+            limit: UNREACHABLE - 1 - max_step,
+            pending,
+            settled: 0,
+            k: 0,
+            current,
+            current_len: 0,
+            cursor: 0,
+            draining: false,
+        };
+    }
+
+    /// Run the wave until it is done (true) or `budget` cells have been settled (false).
+    fn run(&mut self, budget: usize) -> Result<bool, IntegrationError> {
+        let pw = self.padded_width;
+        let (straight, diagonal) = (self.model.straight(), self.model.diagonal());
+        let st = &mut self.wave;
+        let (shift, mask, limit) = (st.shift, st.mask, st.limit);
+        let costs = &self.costs[..];
+        let dist = &mut self.dist[..];
+        let buckets = &mut self.buckets[..mask + 1];
+        let mut left = budget;
+        loop {
+            if !st.draining {
+                if st.pending == 0 {
+                    return Ok(true);
+                }
+                let slot = st.k as usize & mask;
+                let n = buckets[slot].len;
+                if n == 0 {
+                    st.k += 1;
+                    continue;
+                }
+                // Take the bucket's entries out to drain them; its storage is handed back after.
+                std::mem::swap(&mut st.current, &mut buckets[slot].items);
+                st.current_len = n;
+                st.cursor = 0;
+                buckets[slot].len = 0;
+                st.pending -= n;
+                st.draining = true;
             }
-            let current = std::mem::take(&mut buckets[slot].items);
-            buckets[slot].len = 0;
-            pending -= n;
-            for &c in &current[..n] {
-                let c = c as usize;
+            let k = st.k;
+            while st.cursor < st.current_len {
+                if left == 0 {
+                    return Ok(false);
+                }
+                let c = st.current[st.cursor] as usize;
+                st.cursor += 1;
                 let d = dist[c];
                 if d >> shift != k {
                     // Improved into an earlier bucket after this entry was queued.
                     continue;
                 }
                 if d > limit {
-                    buckets[slot].items = current;
                     return Err(IntegrationError::Overflow {
                         x: (c % pw - 1) as u32,
                         y: (c / pw - 1) as u32,
                         limit: UNREACHABLE - 1,
                     });
                 }
-                settled += 1;
+                left -= 1;
+                st.settled += 1;
                 let n_ok = costs[c - pw] != WALL;
                 let e_ok = costs[c + 1] != WALL;
                 let s_ok = costs[c + pw] != WALL;
@@ -335,12 +485,13 @@ impl IntegrationBuilder {
                     let nd = dist[j as usize];
                     buckets[(nd >> shift) as usize & mask].push(j);
                 }
-                pending += count;
+                st.pending += count;
             }
-            buckets[slot].items = current;
-            k += 1;
+            let slot = k as usize & mask;
+            std::mem::swap(&mut st.current, &mut buckets[slot].items);
+            st.draining = false;
+            st.k += 1;
         }
-        Ok(settled)
     }
 }
 

@@ -54,7 +54,7 @@ pub use flow::{
 };
 pub use grid::{Dir8, Grid, GridError};
 pub use integration::{
-    IntegrationBuilder, IntegrationError, IntegrationField, UNREACHABLE, WaveStats,
+    BuildProgress, IntegrationBuilder, IntegrationError, IntegrationField, UNREACHABLE, WaveStats,
 };
 pub use io::MapError;
 

@@ -6,8 +6,8 @@ mod common;
 use common::{arb_map, pick_walkable, reference_dijkstra};
 use glam::UVec2;
 use horde::{
-    AStar, CostField, CostModel, Dir8, FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FlowField,
-    IntegrationBuilder, UNREACHABLE, WALL,
+    AStar, BuildProgress, CostField, CostModel, Dir8, FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL,
+    FlowField, IntegrationBuilder, IntegrationField, UNREACHABLE, WALL,
 };
 use proptest::prelude::*;
 
@@ -160,6 +160,68 @@ proptest! {
             prop_assert_eq!(field.get(c).map(|v| v as u64), want, "cell {}", c);
         }
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    #[test]
+    fn time_sliced_builds_equal_one_shot_builds(
+        cost in arb_map(40),
+        model in models(),
+        picks in proptest::collection::vec(any::<u64>(), 1..4),
+        budget in 1usize..200,
+    ) {
+        let goals = pick_walkable(&cost, &picks);
+        prop_assume!(!goals.is_empty());
+        let mut once = IntegrationBuilder::new();
+        let want = once.build(&cost, &goals, model).unwrap();
+        let mut want_flow = FlowField::new(*cost.grid());
+        once.flow_into(&mut want_flow).unwrap();
+
+        let mut sliced = IntegrationBuilder::new();
+        sliced.start(&cost, &goals, model).unwrap();
+        let mut calls = 0;
+        let stats = loop {
+            calls += 1;
+            match sliced.advance(budget).unwrap() {
+                BuildProgress::Running { settled } => prop_assert_eq!(settled, calls * budget),
+                BuildProgress::Done(stats) => break stats,
+            }
+        };
+        let mut got = IntegrationField::new(*cost.grid(), model);
+        prop_assert_eq!(sliced.finish_into(&mut got).unwrap(), stats);
+        prop_assert_eq!(&got, &want);
+        let mut got_flow = FlowField::new(*cost.grid());
+        sliced.flow_into(&mut got_flow).unwrap();
+        prop_assert_eq!(got_flow, want_flow);
+    }
+}
+
+#[test]
+fn time_sliced_calls_out_of_order_are_errors() {
+    let cost = horde::maps::scattered_map(20, 20, 5).unwrap();
+    let goal = pick_walkable(&cost, &[3])[0];
+    let mut b = IntegrationBuilder::new();
+    let mut out = IntegrationField::new(*cost.grid(), CostModel::TenFourteen);
+    assert_eq!(b.advance(10), Err(horde::IntegrationError::NotFinished));
+    b.start(&cost, &[goal], CostModel::TenFourteen).unwrap();
+    assert!(matches!(
+        b.advance(1),
+        Ok(BuildProgress::Running { settled: 1 })
+    ));
+    assert_eq!(
+        b.finish_into(&mut out),
+        Err(horde::IntegrationError::NotFinished)
+    );
+    let mut flow = FlowField::new(*cost.grid());
+    assert!(b.flow_into(&mut flow).is_err(), "no half-built flow fields");
+    assert!(matches!(b.advance(usize::MAX), Ok(BuildProgress::Done(_))));
+    b.finish_into(&mut out).unwrap();
+    assert_eq!(
+        b.finish_into(&mut out),
+        Err(horde::IntegrationError::NotFinished)
+    );
 }
 
 #[test]

@@ -95,7 +95,7 @@ fn integration_fields_give_the_optimal_length_at_the_start() {
 }
 
 #[test]
-#[ignore = "every scenario of every map: run with --ignored (about a minute in release)"]
+#[ignore = "every scenario of every map: run with --ignored (about three minutes in release)"]
 fn astar_matches_every_scenario() {
     for name in MOVINGAI_MAPS {
         let (checked, worst) = astar_on(name, 1);
