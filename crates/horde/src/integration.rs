@@ -99,6 +99,18 @@ impl IntegrationField {
     }
 }
 
+fn same_size(out: &IntegrationField, grid: &Grid) -> Result<(), IntegrationError> {
+    if out.grid.width() != grid.width() || out.grid.height() != grid.height() {
+        return Err(IntegrationError::SizeMismatch {
+            got_w: out.grid.width(),
+            got_h: out.grid.height(),
+            want_w: grid.width(),
+            want_h: grid.height(),
+        });
+    }
+    Ok(())
+}
+
 /// What one wave did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct WaveStats {
@@ -208,14 +220,7 @@ impl IntegrationBuilder {
         out: &mut IntegrationField,
     ) -> Result<WaveStats, IntegrationError> {
         let grid = *cost.grid();
-        if out.grid.width() != grid.width() || out.grid.height() != grid.height() {
-            return Err(IntegrationError::SizeMismatch {
-                got_w: out.grid.width(),
-                got_h: out.grid.height(),
-                want_w: grid.width(),
-                want_h: grid.height(),
-            });
-        }
+        same_size(out, &grid)?;
         self.start(cost, goals, model)?;
         self.advance(usize::MAX)?;
         self.finish_into(out)
@@ -305,14 +310,7 @@ impl IntegrationBuilder {
         let (Some(grid), true, true) = (self.grid, self.wave.active, self.wave.done) else {
             return Err(IntegrationError::NotFinished);
         };
-        if out.grid.width() != grid.width() || out.grid.height() != grid.height() {
-            return Err(IntegrationError::SizeMismatch {
-                got_w: out.grid.width(),
-                got_h: out.grid.height(),
-                want_w: grid.width(),
-                want_h: grid.height(),
-            });
-        }
+        same_size(out, &grid)?;
         // Walls go back to UNREACHABLE, row by row while each row is in cache, and each row is
         // copied out in the same sweep.
         let (w, pw) = (self.width, self.padded_width);
