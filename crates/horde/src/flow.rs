@@ -4,7 +4,7 @@
 //! | value | meaning |
 //! |---|---|
 //! | `0..=7` | step in [`Dir8`] with that number (0 = N, clockwise) |
-//! | [`FLOW_GOAL`] (8) | the cell is a goal |
+//! | [`FLOW_GOAL`] (8) | the cell is a goal (a sink: no neighbour reaches it more cheaply) |
 //! | [`FLOW_UNREACHABLE`] (9) | walkable, but no goal can be reached from it |
 //! | [`FLOW_WALL`] (255) | a wall |
 //!
@@ -341,11 +341,13 @@ fn derive_row(
             dir = if better { d as u8 } else { dir };
         }
         let here = mid[c];
+        // A cell no neighbour reaches more cheaply than its own value is a sink: a goal (value 0)
+        // or a seed of a seeded field.
         *slot = if t == WALL as u32 {
             FLOW_WALL
         } else if here == UNREACHABLE {
             FLOW_UNREACHABLE
-        } else if here == 0 {
+        } else if best > here {
             FLOW_GOAL
         } else {
             dir

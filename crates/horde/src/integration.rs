@@ -37,6 +37,9 @@ pub enum IntegrationError {
          lower the terrain costs or split the map"
     )]
     Overflow { x: u32, y: u32, limit: u32 },
+    /// A flee factor that is not a finite number above 0.
+    #[error("flee factor {0} is not a finite number above 0")]
+    BadFactor(f32),
     /// [`IntegrationBuilder::finish_into`] or [`IntegrationBuilder::advance`] without a build
     /// under way, or `finish_into` before the wave is done.
     #[error("no finished build: call start, then advance until it reports Done")]
@@ -93,6 +96,48 @@ impl IntegrationField {
         let v = self.values[i];
         (v != UNREACHABLE).then_some(v)
     }
+    /// Seeds for a flee field, the roguelike "Dijkstra map" recipe: every reachable cell starts
+    /// from `C − factor × value` (C makes the largest 0), so a field built from these seeds with
+    /// [`IntegrationBuilder::start_seeded`] leads away from this field's goals, and, with a
+    /// factor above 1 (1.2 is usual), prefers a long way to open ground over a dead end nearby.
+    /// O(cells).
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::{CostField, CostModel, Dir8, FlowField, Grid, IntegrationBuilder};
+    /// let cost = CostField::new(Grid::new(9, 1).unwrap());
+    /// let mut b = IntegrationBuilder::new();
+    /// let threat = b.build(&cost, &[UVec2::new(2, 0)], CostModel::TenFourteen).unwrap();
+    /// let seeds = threat.flee_seeds(1.2).unwrap();
+    /// let flee = b.build_seeded(&cost, &seeds, CostModel::TenFourteen).unwrap();
+    /// let flow = FlowField::from_integration(&cost, &flee).unwrap();
+    /// assert_eq!(flow.dir(UVec2::new(3, 0)), Some(Dir8::E)); // away from the threat
+    /// assert!(flow.is_goal(UVec2::new(8, 0))); // the farthest cell is where fleeing ends
+    /// ```
+    pub fn flee_seeds(&self, factor: f32) -> Result<Vec<(UVec2, u32)>, IntegrationError> {
+        if !(factor.is_finite() && factor > 0.0) {
+            return Err(IntegrationError::BadFactor(factor));
+        }
+        let max = self
+            .values
+            .iter()
+            .filter(|&&v| v != UNREACHABLE)
+            .max()
+            .copied()
+            .unwrap_or(0);
+        let top = (max as f64 * factor as f64).round();
+        Ok(self
+            .values
+            .iter()
+            .enumerate()
+            .filter(|&(_, &v)| v != UNREACHABLE)
+            .map(|(i, &v)| {
+                let seed = (top - (v as f64 * factor as f64).round()).max(0.0);
+                (self.grid.cell(i), seed.min(u32::MAX as f64) as u32)
+            })
+            .collect())
+    }
+
     /// Cost-to-goal in cost units (10-14: the integer; octile: raw / 13860).
     pub fn cost(&self, cell: UVec2) -> Option<f64> {
         self.get(cell).map(|v| self.model.to_cost(v))
@@ -156,6 +201,9 @@ struct WaveState {
     current_len: usize,
     cursor: usize,
     draining: bool,
+    /// Seeds as (value, padded cell), sorted; each joins the wave when it reaches its bucket.
+    seeds: Vec<(u32, u32)>,
+    next_seed: usize,
 }
 
 /// How far a time-sliced build has come.
@@ -195,6 +243,21 @@ impl IntegrationBuilder {
     ) -> Result<IntegrationField, IntegrationError> {
         let mut out = IntegrationField::new(*cost.grid(), model);
         self.build_into(cost, goals, model, &mut out)?;
+        Ok(out)
+    }
+
+    /// Build a fresh field from seeds with their own starting values (see
+    /// [`start_seeded`](Self::start_seeded)). O(cells).
+    pub fn build_seeded(
+        &mut self,
+        cost: &CostField,
+        seeds: &[(UVec2, u32)],
+        model: CostModel,
+    ) -> Result<IntegrationField, IntegrationError> {
+        let mut out = IntegrationField::new(*cost.grid(), model);
+        self.start_seeded(cost, seeds, model)?;
+        self.advance(usize::MAX)?;
+        self.finish_into(&mut out)?;
         Ok(out)
     }
 
@@ -257,24 +320,68 @@ impl IntegrationBuilder {
         goals: &[UVec2],
         model: CostModel,
     ) -> Result<(), IntegrationError> {
-        let grid = *cost.grid();
         if goals.is_empty() {
             return Err(IntegrationError::NoGoals);
         }
-        for &g in goals {
+        let seeds: Vec<(UVec2, u32)> = goals.iter().map(|&g| (g, 0)).collect();
+        self.start_seeded(cost, &seeds, model)
+    }
+
+    /// Like [`start`](Self::start), but each seed cell starts from its own raw value instead of
+    /// 0: the field then holds, for every cell, the least of (seed value + cost to reach that
+    /// seed). Flee fields ([`IntegrationField::flee_seeds`]) and goals of unequal worth are built
+    /// this way. Seeds with the lowest value for their field are its sinks (flow byte
+    /// [`FLOW_GOAL`](crate::FLOW_GOAL)). O(cells + seeds log seeds) for the set-up.
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::{CostField, CostModel, Grid, IntegrationBuilder, IntegrationField};
+    /// let cost = CostField::new(Grid::new(5, 1).unwrap());
+    /// let mut b = IntegrationBuilder::new();
+    /// // A goal worth 0 at x = 0 and one that costs 25 more at x = 4.
+    /// b.start_seeded(&cost, &[(UVec2::new(0, 0), 0), (UVec2::new(4, 0), 25)], CostModel::TenFourteen).unwrap();
+    /// b.advance(usize::MAX).unwrap();
+    /// let mut f = IntegrationField::new(*cost.grid(), CostModel::TenFourteen);
+    /// b.finish_into(&mut f).unwrap();
+    /// assert_eq!(f.values(), &[0, 10, 20, 30, 25]);
+    /// ```
+    pub fn start_seeded(
+        &mut self,
+        cost: &CostField,
+        seeds: &[(UVec2, u32)],
+        model: CostModel,
+    ) -> Result<(), IntegrationError> {
+        let grid = *cost.grid();
+        if seeds.is_empty() {
+            return Err(IntegrationError::NoGoals);
+        }
+        let limit = UNREACHABLE - 1 - model.diagonal() * WALL as u32;
+        for &(g, v) in seeds {
             let i = grid.index(g).map_err(IntegrationError::GoalOutside)?;
             if cost.costs()[i] == WALL {
                 return Err(IntegrationError::GoalOnWall { x: g.x, y: g.y });
+            }
+            if v > limit {
+                return Err(IntegrationError::Overflow {
+                    x: g.x,
+                    y: g.y,
+                    limit,
+                });
             }
         }
         self.built = false;
         self.prepare(cost, model);
         self.grid = Some(grid);
         let pw = self.padded_width;
-        let seeds = goals
-            .iter()
-            .map(|g| (g.y as usize + 1) * pw + g.x as usize + 1);
-        self.seed(seeds, cost.max_walkable_cost());
+        let mut padded = std::mem::take(&mut self.wave.seeds);
+        padded.clear();
+        padded.extend(
+            seeds
+                .iter()
+                .map(|&(g, v)| (v, ((g.y as usize + 1) * pw + g.x as usize + 1) as u32)),
+        );
+        padded.sort_unstable();
+        self.seed(padded, cost.max_walkable_cost());
         Ok(())
     }
 
@@ -370,7 +477,7 @@ impl IntegrationBuilder {
     }
 
     /// Set up Dial's buckets and queue the seeds.
-    fn seed(&mut self, seeds: impl Iterator<Item = usize>, max_terrain: u8) {
+    fn seed(&mut self, seeds: Vec<(u32, u32)>, max_terrain: u8) {
         let diagonal = self.model.diagonal();
         // Buckets no wider than the cheapest step: nothing expanded from a bucket lands in it.
         let shift = 31 - self.model.straight().leading_zeros();
@@ -382,28 +489,23 @@ impl IntegrationBuilder {
         for b in &mut self.buckets {
             b.len = 0;
         }
-        let mut pending = 0;
-        for s in seeds {
-            if self.dist[s] != 0 {
-                self.dist[s] = 0;
-                self.buckets[0].push(s as u32);
-                pending += 1;
-            }
-        }
         let current = std::mem::take(&mut self.wave.current);
+        let k = seeds.first().map_or(0, |&(v, _)| v >> shift);
         self.wave = WaveState {
             active: true,
             done: false,
             shift,
             mask: nb - 1,
             limit: UNREACHABLE - 1 - max_step,
-            pending,
+            pending: 0,
             settled: 0,
-            k: 0,
+            k,
             current,
             current_len: 0,
             cursor: 0,
             draining: false,
+            seeds,
+            next_seed: 0,
         };
     }
 
@@ -419,8 +521,30 @@ impl IntegrationBuilder {
         let mut left = budget;
         loop {
             if !st.draining {
+                // Seeds join when the wave reaches their bucket: the circular buckets only ever
+                // hold values less than one lap ahead of the bucket being drained.
+                while let Some(&(v, c)) = st.seeds.get(st.next_seed) {
+                    if v >> shift > st.k {
+                        break;
+                    }
+                    st.next_seed += 1;
+                    let old = dist[c as usize];
+                    if v < old {
+                        dist[c as usize] = v;
+                        if old >> shift != v >> shift {
+                            buckets[(v >> shift) as usize & mask].push(c);
+                            st.pending += 1;
+                        }
+                    }
+                }
                 if st.pending == 0 {
-                    return Ok(true);
+                    match st.seeds.get(st.next_seed) {
+                        None => return Ok(true),
+                        Some(&(v, _)) => {
+                            st.k = v >> shift;
+                            continue;
+                        }
+                    }
                 }
                 let slot = st.k as usize & mask;
                 let n = buckets[slot].len;

@@ -29,11 +29,7 @@ fn check_flow(cost: &CostField, values: &[u32], flow: &FlowField, model: CostMod
             assert_eq!(b, FLOW_UNREACHABLE, "{cell}");
             continue;
         }
-        if values[i] == 0 {
-            assert_eq!(b, FLOW_GOAL, "{cell}");
-            continue;
-        }
-        // The arrow is the lowest-numbered legal step minimising value + step cost...
+        // The lowest-numbered legal step minimising value + step cost...
         let mut best: Option<(u64, Dir8)> = None;
         for dir in Dir8::ALL {
             if !cost.can_step(cell, dir) {
@@ -48,13 +44,18 @@ fn check_flow(cost: &CostField, values: &[u32], flow: &FlowField, model: CostMod
                 best = Some((v, dir));
             }
         }
-        let (bv, bd) = best.expect("a reachable non-goal cell has a legal step");
-        assert_eq!(b, bd as u8, "arrow of {cell}");
-        // ...and that minimum is exactly the cell's own value.
-        assert_eq!(bv, values[i] as u64, "value at {cell}");
+        match best {
+            // ...is the arrow, and reaches exactly the cell's own value;
+            Some((bv, bd)) if bv <= values[i] as u64 => {
+                assert_eq!(b, bd as u8, "arrow of {cell}");
+                assert_eq!(bv, values[i] as u64, "value at {cell}");
+            }
+            // or no neighbour reaches the cell more cheaply: a sink (goal, or seed).
+            _ => assert_eq!(b, FLOW_GOAL, "sink at {cell}"),
+        }
     }
-    // Following the arrows from every reachable cell reaches a goal, costs exactly the value,
-    // and never takes more steps than there are cells (no loops).
+    // Following the arrows from every reachable cell reaches a sink, costs exactly the value
+    // less the sink's own, and never takes more steps than there are cells (no loops).
     for (i, &value) in values.iter().enumerate() {
         if value == UNREACHABLE {
             continue;
@@ -70,7 +71,8 @@ fn check_flow(cost: &CostField, values: &[u32], flow: &FlowField, model: CostMod
             assert!(steps <= g.len(), "loop through {cell}");
         }
         assert!(flow.is_goal(cell));
-        assert_eq!(spent, value as u64);
+        let sink = values[g.index(cell).unwrap()] as u64;
+        assert_eq!(spent + sink, value as u64);
     }
 }
 
@@ -195,6 +197,47 @@ proptest! {
         let mut got_flow = FlowField::new(*cost.grid());
         sliced.flow_into(&mut got_flow).unwrap();
         prop_assert_eq!(got_flow, want_flow);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn seeded_and_flee_fields_equal_the_reference(
+        cost in arb_map(30),
+        model in models(),
+        picks in proptest::collection::vec((any::<u64>(), 0u32..5000), 1..6),
+        budget in 1usize..100,
+    ) {
+        let cells = pick_walkable(&cost, &picks.iter().map(|p| p.0).collect::<Vec<_>>());
+        prop_assume!(!cells.is_empty());
+        let seeds: Vec<(UVec2, u32)> = cells.iter().zip(&picks).map(|(&c, p)| (c, p.1 * model.scale() / 10)).collect();
+        let mut b = IntegrationBuilder::new();
+        // Seeded, and time-sliced on the way.
+        b.start_seeded(&cost, &seeds, model).unwrap();
+        while let BuildProgress::Running { .. } = b.advance(budget).unwrap() {}
+        let mut got = IntegrationField::new(*cost.grid(), model);
+        b.finish_into(&mut got).unwrap();
+        let want: Vec<u32> = common::reference_seeded(&cost, &seeds, model)
+            .iter()
+            .map(|v| v.map_or(UNREACHABLE, |v| v as u32))
+            .collect();
+        prop_assert_eq!(got.values(), &want[..]);
+        let mut flow = FlowField::new(*cost.grid());
+        b.flow_into(&mut flow).unwrap();
+        check_flow(&cost, got.values(), &flow, model);
+        // A flee field from it is a seeded field too, checked the same way.
+        let flee_seeds = got.flee_seeds(1.2).unwrap();
+        let flee = b.build_seeded(&cost, &flee_seeds, model).unwrap();
+        let want: Vec<u32> = common::reference_seeded(&cost, &flee_seeds, model)
+            .iter()
+            .map(|v| v.map_or(UNREACHABLE, |v| v as u32))
+            .collect();
+        prop_assert_eq!(flee.values(), &want[..]);
+        let mut flee_flow = FlowField::new(*cost.grid());
+        b.flow_into(&mut flee_flow).unwrap();
+        check_flow(&cost, flee.values(), &flee_flow, model);
     }
 }
 

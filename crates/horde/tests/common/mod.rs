@@ -12,13 +12,26 @@ use proptest::prelude::*;
 /// Cost-to-nearest-goal of every cell (u64, `None` = unreachable or wall), by plain Dijkstra over
 /// the reversed step graph: a unit steps from `j` into `i` at `model.step(dir, cost[j])`.
 pub fn reference_dijkstra(cost: &CostField, goals: &[UVec2], model: CostModel) -> Vec<Option<u64>> {
+    let seeds: Vec<(UVec2, u32)> = goals.iter().map(|&g| (g, 0)).collect();
+    reference_seeded(cost, &seeds, model)
+}
+
+/// The same from seeds that start at their own values.
+pub fn reference_seeded(
+    cost: &CostField,
+    seeds: &[(UVec2, u32)],
+    model: CostModel,
+) -> Vec<Option<u64>> {
     let g = cost.grid();
     let mut dist: Vec<Option<u64>> = vec![None; g.len()];
     let mut heap = BinaryHeap::new();
-    for &goal in goals {
-        let i = g.index(goal).unwrap();
-        dist[i] = Some(0);
-        heap.push(Reverse((0u64, i)));
+    for &(seed, value) in seeds {
+        let i = g.index(seed).unwrap();
+        let v = value as u64;
+        if dist[i].is_none_or(|old| v < old) {
+            dist[i] = Some(v);
+            heap.push(Reverse((v, i)));
+        }
     }
     while let Some(Reverse((d, i))) = heap.pop() {
         if dist[i] != Some(d) {
