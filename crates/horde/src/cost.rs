@@ -30,6 +30,9 @@ pub enum CostError {
     /// A rectangle whose corners are the wrong way round.
     #[error("rectangle ({x0}, {y0})..=({x1}, {y1}) has its corners the wrong way round")]
     InvertedRect { x0: u32, y0: u32, x1: u32, y1: u32 },
+    /// A clearance radius that is not a finite number, 0 or above, or is too large.
+    #[error("clearance radius {0} is not allowed: use a finite number from 0 to 64 cells")]
+    BadRadius(f32),
     /// A shape that cannot be stamped (NaN coordinates, negative radius, non-convex polygon…).
     #[error("shape {index} cannot be stamped: {reason}")]
     BadShape { index: usize, reason: String },
@@ -417,6 +420,56 @@ impl CostField {
             self.costs[row + min.x as usize..=row + max.x as usize].fill(cost);
         }
         Ok(())
+    }
+
+    /// The field for agents of radius `radius` (in cells): every walkable cell whose centre is
+    /// closer than `radius` to a wall cell or to the map's edge becomes a wall, so a field built
+    /// on it never routes a big unit through a gap it cannot fit; terrain costs are kept.
+    /// Build one per size class and share it among the class. O(cells × radius²).
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::{CostField, Grid, WALL};
+    /// let mut cost = CostField::new(Grid::new(7, 7).unwrap());
+    /// cost.set(UVec2::new(3, 3), WALL).unwrap();
+    /// let big = cost.inflated(0.9).unwrap();
+    /// assert_eq!(big.get(UVec2::new(3, 2)), Some(WALL)); // 0.5 from the wall
+    /// assert_eq!(big.get(UVec2::new(3, 1)), Some(1)); // 1.5 from it, and 1.5 from the edge
+    /// assert_eq!(big.get(UVec2::new(0, 3)), Some(WALL)); // 0.5 from the edge
+    /// ```
+    pub fn inflated(&self, radius: f32) -> Result<CostField, CostError> {
+        if !(radius.is_finite() && (0.0..=64.0).contains(&radius)) {
+            return Err(CostError::BadRadius(radius));
+        }
+        // Offsets of the cells whose square lies closer than `radius` to a cell's centre.
+        let reach = radius.ceil() as i64;
+        let mut offsets = Vec::new();
+        for dy in -reach..=reach {
+            for dx in -reach..=reach {
+                let gx = (dx.abs() as f32 - 0.5).max(0.0);
+                let gy = (dy.abs() as f32 - 0.5).max(0.0);
+                if (dx, dy) != (0, 0) && gx * gx + gy * gy < radius * radius {
+                    offsets.push((dx, dy));
+                }
+            }
+        }
+        let (w, h) = (self.width() as i64, self.height() as i64);
+        let blocked = |x: i64, y: i64| {
+            x < 0 || y < 0 || x >= w || y >= h || self.costs[(y * w + x) as usize] == WALL
+        };
+        let mut costs = self.costs.clone();
+        for y in 0..h {
+            for x in 0..w {
+                let i = (y * w + x) as usize;
+                if costs[i] != WALL && offsets.iter().any(|&(dx, dy)| blocked(x + dx, y + dy)) {
+                    costs[i] = WALL;
+                }
+            }
+        }
+        Ok(CostField {
+            grid: self.grid,
+            costs,
+        })
     }
 
     /// Stamp world-space shapes: every cell whose square, shrunk to 90 % about its centre (as a

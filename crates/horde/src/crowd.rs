@@ -9,7 +9,7 @@ use glam::{UVec2, Vec2};
 use thiserror::Error;
 
 use crate::cost::{CostField, WALL};
-use crate::flow::{FLOW_GOAL, FlowField, FlowSample};
+use crate::flow::{FLOW_GOAL, FlowField, FlowSample, NoDirection};
 use crate::grid::{Dir8, Grid};
 
 /// Why a crowd call was refused. Nothing changes when a call is refused.
@@ -1173,6 +1173,15 @@ impl StepContext<'_> {
         let mut desired = match sample {
             FlowSample::Direction(d) => d,
             FlowSample::Goal => to_goal.normalize_or_zero(),
+            // Pushed onto a cell its field walls off although the map does not (a size class's
+            // inflated field): head back to the nearest cell of the field that has a way.
+            FlowSample::NoDirection(NoDirection::Wall) => match self.way_back(grp.flow, p) {
+                Some(d) => d,
+                None => {
+                    state = AgentState::NoPath;
+                    Vec2::ZERO
+                }
+            },
             FlowSample::NoDirection(_) => {
                 state = AgentState::NoPath;
                 Vec2::ZERO
@@ -1282,6 +1291,21 @@ impl StepContext<'_> {
         *position = pos;
         *velocity = vel;
         *agent_state = state;
+    }
+
+    /// For an agent on a walkable map cell that its flow field marks as wall: the direction to
+    /// the centre of the first neighbouring cell (in direction order) where the field has a way.
+    fn way_back(&self, flow: &FlowField, p: Vec2) -> Option<Vec2> {
+        let cell = self.grid.world_to_cell(p)?;
+        let w = self.grid.width() as usize;
+        if self.costs[cell.y as usize * w + cell.x as usize] == WALL {
+            return None;
+        }
+        Dir8::ALL.into_iter().find_map(|d| {
+            let n = self.grid.neighbour(cell, d)?;
+            let b = flow.byte(n)?;
+            (b <= FLOW_GOAL).then(|| (self.grid.cell_center(n) - p).normalize_or_zero())
+        })
     }
 
     /// True if the agent's flow field has a goal cell at the group's goal position (so a straight

@@ -165,3 +165,94 @@ fn runs_are_bit_identical_across_runs_and_thread_counts() {
     assert_eq!(two.0, again.0);
     assert_eq!(one.1, two.1);
 }
+
+/// A wall at x = 15 with a 1-cell gap at y = 5 (the short way) and a 3-cell gap at y = 15..=17.
+fn two_gaps() -> CostField {
+    let mut cost = CostField::new(Grid::new(30, 22).unwrap());
+    cost.fill_rect(UVec2::new(15, 0), UVec2::new(15, 4), WALL)
+        .unwrap();
+    cost.fill_rect(UVec2::new(15, 6), UVec2::new(15, 14), WALL)
+        .unwrap();
+    cost.fill_rect(UVec2::new(15, 18), UVec2::new(15, 21), WALL)
+        .unwrap();
+    cost
+}
+
+/// The row at which the arrows from `start` cross the wall column.
+fn crossing_row(cost: &CostField, flow: &FlowField, start: UVec2) -> u32 {
+    let mut cell = start;
+    for _ in 0..cost.grid().len() {
+        if cell.x == 15 {
+            return cell.y;
+        }
+        let d = flow.dir(cell).expect("a way to the goal");
+        cell = cost.grid().neighbour(cell, d).unwrap();
+    }
+    panic!("never crossed");
+}
+
+#[test]
+fn size_classes_route_big_units_round_gaps_they_cannot_fit() {
+    let cost = two_gaps();
+    let goal = UVec2::new(25, 5);
+    let start = UVec2::new(5, 5);
+    let (_, small) = fields(&cost, goal);
+    assert_eq!(
+        crossing_row(&cost, &small, start),
+        5,
+        "small units take the narrow gap"
+    );
+    let big_cost = cost.inflated(0.9).unwrap();
+    assert!(
+        !big_cost.is_walkable(UVec2::new(15, 5)),
+        "the narrow gap is closed for them"
+    );
+    let (_, big) = fields(&big_cost, goal);
+    assert_eq!(
+        crossing_row(&big_cost, &big, start),
+        16,
+        "big units go round by the wide gap"
+    );
+
+    // Big agents following their class's field all arrive, through the wide gap.
+    let mut crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+    let agents: Vec<_> = (0..12)
+        .map(|k| {
+            crowd
+                .add_agent(
+                    &cost,
+                    AgentParams {
+                        position: Vec2::new(3.5 + (k % 4) as f32 * 2.0, 3.5 + (k / 4) as f32 * 2.5),
+                        radius: 0.9,
+                        max_speed: 3.0,
+                        group: 0,
+                    },
+                )
+                .unwrap()
+        })
+        .collect();
+    let groups = [Group {
+        flow: &big,
+        goal: cost.grid().cell_center(goal),
+    }];
+    let mut narrow_gap_used = false;
+    for _ in 0..3000 {
+        let s = crowd.step(0.05, &cost, &groups).unwrap();
+        for h in &agents {
+            let p = crowd.position(*h).unwrap();
+            assert!(!inside_wall(&cost, p));
+            if (p.x - 15.5).abs() < 0.5 && (p.y - 5.5).abs() < 0.5 {
+                narrow_gap_used = true;
+            }
+        }
+        if s.arrived == agents.len() {
+            break;
+        }
+    }
+    assert!(
+        agents
+            .iter()
+            .all(|h| crowd.state(*h).unwrap() == AgentState::Arrived)
+    );
+    assert!(!narrow_gap_used);
+}
