@@ -179,7 +179,12 @@ pub struct Report {
     pub dijkstra_all_ns: f64,
     pub table: Vec<(usize, f64)>,
     pub goal: UVec2,
+    /// The same integration field built in slices of `TIME_SLICE` cells, start to finish.
+    pub sliced_ns: f64,
 }
+
+/// Cells settled per call of a time-sliced build in the bench (a frame's budget).
+pub const TIME_SLICE: usize = 1000;
 
 impl Report {
     pub fn break_even(&self) -> f64 {
@@ -219,6 +224,11 @@ pub fn measure(
         builder
             .build_into(cost, &[goal], model, &mut field)
             .unwrap();
+    });
+    let sliced_ns = median_ns(reps, || {
+        builder.start(cost, &[goal], model).unwrap();
+        while let horde::BuildProgress::Running { .. } = builder.advance(TIME_SLICE).unwrap() {}
+        builder.finish_into(&mut field).unwrap();
     });
     tick(&pb);
     let flow_ns = median_ns(reps, || builder.flow_into(&mut flow).unwrap());
@@ -282,6 +292,7 @@ pub fn measure(
         dijkstra_all_ns,
         table,
         goal,
+        sliced_ns,
     })
 }
 
@@ -345,6 +356,8 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             "pathfinding_dijkstra_all_ns": r.dijkstra_all_ns,
             "integration_over_bfs": r.integration_ns / r.bfs_ns,
             "dijkstra_all_over_integration": r.dijkstra_all_ns / r.integration_ns,
+            "timeslice_slice_cells": TIME_SLICE,
+            "timeslice_overhead": r.sliced_ns / r.integration_ns - 1.0,
             "units": table,
         });
         outln!("{v}");
@@ -397,6 +410,11 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         "A*                  {:.1} µs per query, {:.0} cells settled per query",
         r.astar_ns_per_query / 1e3,
         r.astar_settled_mean
+    );
+    outln!(
+        "time-sliced         {:.1} µs in slices of {TIME_SLICE} cells (overhead {:+.1} %)",
+        r.sliced_ns / 1e3,
+        (r.sliced_ns / r.integration_ns - 1.0) * 100.0
     );
     outln!(
         "plain BFS floor     {:.1} µs  (integration / BFS = {:.2})",

@@ -191,6 +191,7 @@ fn bench_json_has_the_agreed_keys() {
         "break_even_units",
         "bfs_ns",
         "pathfinding_dijkstra_all_ns",
+        "timeslice_overhead",
     ] {
         assert!(v.get(key).is_some(), "missing {key}");
     }
