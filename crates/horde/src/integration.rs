@@ -201,6 +201,8 @@ struct WaveState {
     current_len: usize,
     cursor: usize,
     draining: bool,
+    /// Every walkable cell costs 1.
+    uniform: bool,
     /// Seeds as (value, padded cell), sorted; each joins the wave when it reaches its bucket.
     seeds: Vec<(u32, u32)>,
     next_seed: usize,
@@ -504,6 +506,7 @@ impl IntegrationBuilder {
             current_len: 0,
             cursor: 0,
             draining: false,
+            uniform: max_terrain == 1,
             seeds,
             next_seed: 0,
         };
@@ -511,6 +514,16 @@ impl IntegrationBuilder {
 
     /// Run the wave until it is done (true) or `budget` cells have been settled (false).
     fn run(&mut self, budget: usize) -> Result<bool, IntegrationError> {
+        // On a map of plain ground only (the common case, and every Moving AI map), a step's
+        // price does not depend on the cell: skip the terrain loads and multiplies.
+        if self.wave.uniform {
+            self.run_impl::<true>(budget)
+        } else {
+            self.run_impl::<false>(budget)
+        }
+    }
+
+    fn run_impl<const UNIFORM: bool>(&mut self, budget: usize) -> Result<bool, IntegrationError> {
         let pw = self.padded_width;
         let (straight, diagonal) = (self.model.straight(), self.model.diagonal());
         let st = &mut self.wave;
@@ -587,7 +600,7 @@ impl IntegrationBuilder {
                 let w_ok = costs[c - 1] != WALL;
                 // Every neighbour is relaxed without a branch: walls hold 0 (never improved),
                 // and a diagonal the corner rule forbids is offered UNREACHABLE.
-                let mut improved = Improved {
+                let mut improved = Improved::<UNIFORM> {
                     costs,
                     dist: &mut *dist,
                     shift,
@@ -619,7 +632,7 @@ impl IntegrationBuilder {
 
 /// The neighbours of one expanded cell whose value improved enough to be queued, gathered
 /// without branches (a counter in a register, not a push per neighbour through memory).
-struct Improved<'a> {
+struct Improved<'a, const UNIFORM: bool> {
     costs: &'a [u8],
     dist: &'a mut [u32],
     shift: u32,
@@ -627,16 +640,14 @@ struct Improved<'a> {
     count: usize,
 }
 
-impl Improved<'_> {
+impl<const UNIFORM: bool> Improved<'_, UNIFORM> {
     /// Offer cell `j` the value `d + base × terrain(j)` (the unit steps from `j` into the cell
     /// at `d`, so `j`'s terrain prices the step).
     #[inline(always)]
     fn relax(&mut self, d: u32, j: usize, base: u32, allowed: bool) {
-        let nd = if allowed {
-            d + base * self.costs[j] as u32
-        } else {
-            UNREACHABLE
-        };
+        // Walls hold 0, so whatever `t` is for them, they are never improved.
+        let t = if UNIFORM { 1 } else { self.costs[j] as u32 };
+        let nd = if allowed { d + base * t } else { UNREACHABLE };
         let old = self.dist[j];
         let better = nd < old;
         self.dist[j] = if better { nd } else { old };

@@ -102,6 +102,29 @@ proptest! {
     }
 
     #[test]
+    fn plain_ground_maps_equal_the_reference(
+        cost in arb_map(40),
+        model in models(),
+        picks in proptest::collection::vec(any::<u64>(), 1..5),
+    ) {
+        // Terrain stripped: the wave takes its uniform-cost path.
+        let plain: Vec<u8> = cost.costs().iter().map(|&c| if c == WALL { WALL } else { 1 }).collect();
+        let cost = CostField::from_costs(*cost.grid(), plain).unwrap();
+        let goals = pick_walkable(&cost, &picks);
+        prop_assume!(!goals.is_empty());
+        let mut builder = IntegrationBuilder::new();
+        let field = builder.build(&cost, &goals, model).unwrap();
+        let reference = reference_dijkstra(&cost, &goals, model);
+        for (i, (&got, want)) in field.values().iter().zip(&reference).enumerate() {
+            let want = want.map_or(UNREACHABLE, |v| v as u32);
+            prop_assert_eq!(got, want, "cell {}", cost.grid().cell(i));
+        }
+        let mut flow = FlowField::new(*cost.grid());
+        builder.flow_into(&mut flow).unwrap();
+        check_flow(&cost, field.values(), &flow, model);
+    }
+
+    #[test]
     fn astar_costs_equal_the_reference(
         cost in arb_map(40),
         model in models(),
