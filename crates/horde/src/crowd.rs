@@ -24,11 +24,17 @@ pub enum CrowdError {
     },
     /// A handle to an agent that was removed (or never existed).
     #[error("agent handle {index}:{generation} is stale")]
-    StaleHandle { index: u32, generation: u32 },
-    /// An agent follows a group that the step was not given.
-    #[error("agent {index} follows group {group}, but only {groups} groups were given")]
-    NoSuchGroup {
+    StaleHandle {
+        /// The handle's id.
         index: u32,
+        /// The handle's generation.
+        generation: u32,
+    },
+    /// An agent follows a group that the step was not given.
+    #[error("agent {id} follows group {group}, but only {groups} groups were given")]
+    NoSuchGroup {
+        /// The agent's id ([`AgentHandle::id`]).
+        id: u32,
         group: u16,
         groups: usize,
     },
@@ -815,7 +821,7 @@ impl Crowd {
         for i in 0..self.flags.len() {
             if self.flags[i] & ALIVE != 0 && self.groups[i] as usize >= groups.len() {
                 return Err(CrowdError::NoSuchGroup {
-                    index: i as u32,
+                    id: self.ids[i],
                     group: self.groups[i],
                     groups: groups.len(),
                 });
