@@ -12,6 +12,28 @@ use crate::cost::{CostField, WALL};
 use crate::flow::{FLOW_GOAL, FlowField, FlowSample, NoDirection};
 use crate::grid::{Dir8, Grid};
 
+/// Run `work` on every slot's mutable entries of the given arrays, zipped left to right:
+/// in parallel on rayon's pool with the `parallel` feature, else in slot order. Either way each
+/// call touches only its own slot, so the results are the same bits.
+macro_rules! each_agent {
+    ($work:expr, $first:expr $(, $rest:expr)*) => {{
+        #[cfg(feature = "parallel")]
+        {
+            use rayon::prelude::*;
+            $first
+                .par_iter_mut()
+                $(.zip($rest.par_iter_mut()))*
+                .enumerate()
+                .with_min_len(2048)
+                .for_each($work);
+        }
+        #[cfg(not(feature = "parallel"))]
+        {
+            $first.iter_mut()$(.zip($rest.iter_mut()))*.enumerate().for_each($work);
+        }
+    }};
+}
+
 /// Why a crowd call was refused. Nothing changes when a call is refused.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum CrowdError {
@@ -258,6 +280,7 @@ pub struct Crowd {
     visited: Vec<u64>,
     /// Per group: how far from the goal its pile of arrived agents reaches (from the last step).
     piles: Vec<f32>,
+    pile_parts: Vec<(f32, f32)>,
 }
 
 /// One agent's entries in every slot array, for moving agents between slots.
@@ -438,6 +461,7 @@ impl Crowd {
             alive: 0,
             visited: Vec::new(),
             piles: Vec::new(),
+            pile_parts: Vec::new(),
         })
     }
 
@@ -842,51 +866,37 @@ impl Crowd {
         };
         // Each agent writes only its own entries; everything it reads of others is the snapshot
         // in the neighbour grid. So the step runs in place, in any order, on any thread count.
-        let work = |(i, ((((pos, vel), state), anchor), (timer, flags))): AgentRow| {
+        let work = |(i, (((((pos, vel), state), anchor), timer), flags)): AgentRow| {
             if *flags & ALIVE != 0 {
                 ctx.agent(i, pos, vel, state, anchor, timer, flags);
             }
         };
-        #[cfg(feature = "parallel")]
-        {
-            use rayon::prelude::*;
-            self.positions
-                .par_iter_mut()
-                .zip(self.velocities.par_iter_mut())
-                .zip(self.states.par_iter_mut())
-                .zip(self.anchors.par_iter_mut())
-                .zip(self.timers.par_iter_mut().zip(self.flags.par_iter_mut()))
-                .enumerate()
-                .with_min_len(2048)
-                .for_each(work);
-        }
-        #[cfg(not(feature = "parallel"))]
-        {
-            self.positions
-                .iter_mut()
-                .zip(self.velocities.iter_mut())
-                .zip(self.states.iter_mut())
-                .zip(self.anchors.iter_mut())
-                .zip(self.timers.iter_mut().zip(self.flags.iter_mut()))
-                .enumerate()
-                .for_each(work);
-        }
+        each_agent!(
+            work,
+            self.positions,
+            self.velocities,
+            self.states,
+            self.anchors,
+            self.timers,
+            self.flags
+        );
         for _ in 0..self.config.collision_passes {
             self.collision_pass(cost);
         }
         // The pile round each goal: arrived agents packed at about 80 % density fill a disc of
         // radius sqrt(sum of their areas / 0.8), plus the arrival radius and a body of slack.
-        let mut area = vec![0.0f32; groups.len()];
-        let mut widest = vec![0.0f32; groups.len()];
+        // (Area and widest radius per group, gathered in the reused `pile_parts`.)
+        self.pile_parts.clear();
+        self.pile_parts.resize(groups.len(), (0.0, 0.0));
         for i in 0..self.positions.len() {
             if self.flags[i] & ALIVE != 0 && self.states[i] == AgentState::Arrived {
-                let g = self.groups[i] as usize;
-                area[g] += std::f32::consts::PI * self.radii[i] * self.radii[i];
-                widest[g] = widest[g].max(self.radii[i]);
+                let (area, widest) = &mut self.pile_parts[self.groups[i] as usize];
+                *area += std::f32::consts::PI * self.radii[i] * self.radii[i];
+                *widest = widest.max(self.radii[i]);
             }
         }
         self.piles.clear();
-        self.piles.extend(area.iter().zip(&widest).map(|(&a, &r)| {
+        self.piles.extend(self.pile_parts.iter().map(|&(a, r)| {
             self.config.arrival_radius + (a / (0.8 * std::f32::consts::PI)).sqrt() + 2.0 * r
         }));
         let mut stats = StepStats::default();
@@ -951,24 +961,7 @@ impl Crowd {
                 *pos = ctx.slide(p, shift.clamp_length_max(0.45 * grid.cell_size()), r);
             }
         };
-        #[cfg(feature = "parallel")]
-        {
-            use rayon::prelude::*;
-            self.positions
-                .par_iter_mut()
-                .zip(self.flags.par_iter_mut())
-                .enumerate()
-                .with_min_len(2048)
-                .for_each(work);
-        }
-        #[cfg(not(feature = "parallel"))]
-        {
-            self.positions
-                .iter_mut()
-                .zip(self.flags.iter_mut())
-                .enumerate()
-                .for_each(work);
-        }
+        each_agent!(work, self.positions, self.flags);
     }
 
     /// The worst overlap between two agents right now, as a fraction of the sum of their radii
@@ -1100,10 +1093,13 @@ type AgentRow<'r> = (
     usize,
     (
         (
-            ((&'r mut Vec2, &'r mut Vec2), &'r mut AgentState),
+            (
+                ((&'r mut Vec2, &'r mut Vec2), &'r mut AgentState),
+                &'r mut f32,
+            ),
             &'r mut f32,
         ),
-        (&'r mut f32, &'r mut u8),
+        &'r mut u8,
     ),
 );
 

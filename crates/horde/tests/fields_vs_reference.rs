@@ -76,6 +76,27 @@ fn check_flow(cost: &CostField, values: &[u32], flow: &FlowField, model: CostMod
     }
 }
 
+/// The reference's values as a field's raw values (`UNREACHABLE` where it found no way).
+fn reference_values(reference: &[Option<u64>]) -> Vec<u32> {
+    reference
+        .iter()
+        .map(|v| v.map_or(UNREACHABLE, |v| v as u32))
+        .collect()
+}
+
+/// Build the fields for `goals` and check them against the reference, cell by cell.
+fn check_fields(cost: &CostField, goals: &[UVec2], model: CostModel) {
+    let mut builder = IntegrationBuilder::new();
+    let field = builder.build(cost, goals, model).unwrap();
+    let want = reference_values(&reference_dijkstra(cost, goals, model));
+    assert_eq!(field.values(), &want[..]);
+    let mut flow = FlowField::new(*cost.grid());
+    builder.flow_into(&mut flow).unwrap();
+    check_flow(cost, field.values(), &flow, model);
+    // The standalone derivation agrees with the builder's.
+    assert_eq!(FlowField::from_integration(cost, &field).unwrap(), flow);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
@@ -87,18 +108,7 @@ proptest! {
     ) {
         let goals = pick_walkable(&cost, &picks);
         prop_assume!(!goals.is_empty());
-        let mut builder = IntegrationBuilder::new();
-        let field = builder.build(&cost, &goals, model).unwrap();
-        let reference = reference_dijkstra(&cost, &goals, model);
-        for (i, (&got, want)) in field.values().iter().zip(&reference).enumerate() {
-            let want = want.map_or(UNREACHABLE, |v| v as u32);
-            prop_assert_eq!(got, want, "cell {}", cost.grid().cell(i));
-        }
-        let mut flow = FlowField::new(*cost.grid());
-        builder.flow_into(&mut flow).unwrap();
-        check_flow(&cost, field.values(), &flow, model);
-        // The standalone derivation agrees with the builder's.
-        prop_assert_eq!(&FlowField::from_integration(&cost, &field).unwrap(), &flow);
+        check_fields(&cost, &goals, model);
     }
 
     #[test]
@@ -112,16 +122,7 @@ proptest! {
         let cost = CostField::from_costs(*cost.grid(), plain).unwrap();
         let goals = pick_walkable(&cost, &picks);
         prop_assume!(!goals.is_empty());
-        let mut builder = IntegrationBuilder::new();
-        let field = builder.build(&cost, &goals, model).unwrap();
-        let reference = reference_dijkstra(&cost, &goals, model);
-        for (i, (&got, want)) in field.values().iter().zip(&reference).enumerate() {
-            let want = want.map_or(UNREACHABLE, |v| v as u32);
-            prop_assert_eq!(got, want, "cell {}", cost.grid().cell(i));
-        }
-        let mut flow = FlowField::new(*cost.grid());
-        builder.flow_into(&mut flow).unwrap();
-        check_flow(&cost, field.values(), &flow, model);
+        check_fields(&cost, &goals, model);
     }
 
     #[test]
@@ -242,10 +243,7 @@ proptest! {
         while let BuildProgress::Running { .. } = b.advance(budget).unwrap() {}
         let mut got = IntegrationField::new(*cost.grid(), model);
         b.finish_into(&mut got).unwrap();
-        let want: Vec<u32> = common::reference_seeded(&cost, &seeds, model)
-            .iter()
-            .map(|v| v.map_or(UNREACHABLE, |v| v as u32))
-            .collect();
+        let want = reference_values(&common::reference_seeded(&cost, &seeds, model));
         prop_assert_eq!(got.values(), &want[..]);
         let mut flow = FlowField::new(*cost.grid());
         b.flow_into(&mut flow).unwrap();
@@ -253,10 +251,7 @@ proptest! {
         // A flee field from it is a seeded field too, checked the same way.
         let flee_seeds = got.flee_seeds(1.2).unwrap();
         let flee = b.build_seeded(&cost, &flee_seeds, model).unwrap();
-        let want: Vec<u32> = common::reference_seeded(&cost, &flee_seeds, model)
-            .iter()
-            .map(|v| v.map_or(UNREACHABLE, |v| v as u32))
-            .collect();
+        let want = reference_values(&common::reference_seeded(&cost, &flee_seeds, model));
         prop_assert_eq!(flee.values(), &want[..]);
         let mut flee_flow = FlowField::new(*cost.grid());
         b.flow_into(&mut flee_flow).unwrap();
@@ -297,16 +292,6 @@ fn fields_on_a_large_map_equal_the_reference() {
     let goals: Vec<UVec2> = goals.into_iter().filter(|&g| cost.is_walkable(g)).collect();
     assert!(!goals.is_empty());
     for model in [CostModel::TenFourteen, CostModel::Octile] {
-        let mut b = IntegrationBuilder::new();
-        let field = b.build(&cost, &goals, model).unwrap();
-        let reference = reference_dijkstra(&cost, &goals, model);
-        let want: Vec<u32> = reference
-            .iter()
-            .map(|v| v.map_or(UNREACHABLE, |v| v as u32))
-            .collect();
-        assert_eq!(field.values(), &want[..]);
-        let mut flow = FlowField::new(*cost.grid());
-        b.flow_into(&mut flow).unwrap();
-        check_flow(&cost, field.values(), &flow, model);
+        check_fields(&cost, &goals, model);
     }
 }
