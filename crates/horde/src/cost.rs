@@ -227,6 +227,43 @@ impl Shape {
     }
 }
 
+/// Offsets of the cells whose square lies closer than `radius` to a cell's centre.
+fn inflation_offsets(radius: f32) -> Vec<(i64, i64)> {
+    let reach = radius.ceil() as i64;
+    let mut offsets = Vec::new();
+    for dy in -reach..=reach {
+        for dx in -reach..=reach {
+            let gx = (dx.abs() as f32 - 0.5).max(0.0);
+            let gy = (dy.abs() as f32 - 0.5).max(0.0);
+            if (dx, dy) != (0, 0) && gx * gx + gy * gy < radius * radius {
+                offsets.push((dx, dy));
+            }
+        }
+    }
+    offsets
+}
+
+/// One change to a [`CostField`], for [`CostField::apply_edits`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CostEdit {
+    /// Set one cell.
+    Cell {
+        /// The cell.
+        cell: UVec2,
+        /// Its new cost (1..=254 terrain, 255 wall).
+        cost: u8,
+    },
+    /// Fill a rectangle, both corners inclusive (a building stamped or removed).
+    Rect {
+        /// Top-left corner.
+        min: UVec2,
+        /// Bottom-right corner (inclusive).
+        max: UVec2,
+        /// The new cost of every cell in it.
+        cost: u8,
+    },
+}
+
 /// Terrain cost of every cell: 1 = plain ground, 2..=254 = that many times slower, 255 = wall.
 ///
 /// Memory: 1 byte per cell (16 KiB for 128 × 128), in one flat `Vec<u8>` indexed `y * width + x`.
@@ -422,6 +459,78 @@ impl CostField {
         Ok(())
     }
 
+    /// Apply edits in order and return every cell whose cost actually changed (each once, in
+    /// row-major order) — the list that [`LiveField::repair`](crate::LiveField::repair) and
+    /// [`FieldCache::apply_edits`](crate::FieldCache::apply_edits) need. All edits are checked
+    /// before any is applied. O(edited area + changed cells × log).
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::{CostEdit, CostField, Grid, WALL};
+    /// let mut field = CostField::new(Grid::new(8, 8).unwrap());
+    /// field.set(UVec2::new(2, 2), WALL).unwrap();
+    /// let changed = field.apply_edits(&[
+    ///     CostEdit::Rect { min: UVec2::new(1, 1), max: UVec2::new(2, 2), cost: WALL },
+    ///     CostEdit::Cell { cell: UVec2::new(1, 1), cost: 1 }, // back as it was
+    /// ]).unwrap();
+    /// assert_eq!(changed, vec![UVec2::new(2, 1), UVec2::new(1, 2)]);
+    /// ```
+    pub fn apply_edits(&mut self, edits: &[CostEdit]) -> Result<Vec<UVec2>, CostError> {
+        for edit in edits {
+            match *edit {
+                CostEdit::Cell { cell, cost } => {
+                    self.grid.index(cell)?;
+                    if cost == 0 {
+                        return Err(CostError::ZeroCost {
+                            x: cell.x,
+                            y: cell.y,
+                        });
+                    }
+                }
+                CostEdit::Rect { min, max, cost } => {
+                    if min.x > max.x || min.y > max.y {
+                        return Err(CostError::InvertedRect {
+                            x0: min.x,
+                            y0: min.y,
+                            x1: max.x,
+                            y1: max.y,
+                        });
+                    }
+                    self.grid.index(min)?;
+                    self.grid.index(max)?;
+                    if cost == 0 {
+                        return Err(CostError::ZeroCost { x: min.x, y: min.y });
+                    }
+                }
+            }
+        }
+        // Remember the first old cost of every touched cell; a cell counts as changed when its
+        // final cost differs from that.
+        let w = self.grid.width() as usize;
+        let mut before: Vec<(u32, u8)> = Vec::new();
+        for edit in edits {
+            let (min, max, cost) = match *edit {
+                CostEdit::Cell { cell, cost } => (cell, cell, cost),
+                CostEdit::Rect { min, max, cost } => (min, max, cost),
+            };
+            for y in min.y as usize..=max.y as usize {
+                for x in min.x as usize..=max.x as usize {
+                    let i = y * w + x;
+                    before.push((i as u32, self.costs[i]));
+                    self.costs[i] = cost;
+                }
+            }
+        }
+        // A stable sort keeps each cell's first (oldest) cost first.
+        before.sort_by_key(|&(i, _)| i);
+        before.dedup_by_key(|&mut (i, _)| i);
+        Ok(before
+            .into_iter()
+            .filter(|&(i, old)| self.costs[i as usize] != old)
+            .map(|(i, _)| self.grid.cell(i as usize))
+            .collect())
+    }
+
     /// The field for agents of radius `radius` (in cells): every walkable cell whose centre is
     /// closer than `radius` to a wall cell or to the map's edge becomes a wall, so a field built
     /// on it never routes a big unit through a gap it cannot fit; terrain costs are kept.
@@ -441,35 +550,66 @@ impl CostField {
         if !(radius.is_finite() && (0.0..=64.0).contains(&radius)) {
             return Err(CostError::BadRadius(radius));
         }
-        // Offsets of the cells whose square lies closer than `radius` to a cell's centre.
-        let reach = radius.ceil() as i64;
-        let mut offsets = Vec::new();
-        for dy in -reach..=reach {
-            for dx in -reach..=reach {
-                let gx = (dx.abs() as f32 - 0.5).max(0.0);
-                let gy = (dy.abs() as f32 - 0.5).max(0.0);
-                if (dx, dy) != (0, 0) && gx * gx + gy * gy < radius * radius {
-                    offsets.push((dx, dy));
-                }
-            }
-        }
-        let (w, h) = (self.width() as i64, self.height() as i64);
-        let blocked = |x: i64, y: i64| {
-            x < 0 || y < 0 || x >= w || y >= h || self.costs[(y * w + x) as usize] == WALL
-        };
+        let offsets = inflation_offsets(radius);
         let mut costs = self.costs.clone();
-        for y in 0..h {
-            for x in 0..w {
-                let i = (y * w + x) as usize;
-                if costs[i] != WALL && offsets.iter().any(|&(dx, dy)| blocked(x + dx, y + dy)) {
-                    costs[i] = WALL;
-                }
-            }
+        let w = self.width() as usize;
+        for (i, c) in costs.iter_mut().enumerate() {
+            *c = self.inflated_cost(&offsets, i % w, i / w);
         }
         Ok(CostField {
             grid: self.grid,
             costs,
         })
+    }
+
+    /// Bring `inflated` (this field inflated by `radius`, before the cells in `changed` changed)
+    /// up to date, and return the cells of `inflated` that changed. O(changed bounding box grown
+    /// by the radius × radius²).
+    pub(crate) fn reinflate(
+        &self,
+        radius: f32,
+        changed: &[UVec2],
+        inflated: &mut CostField,
+    ) -> Vec<UVec2> {
+        let mut out = Vec::new();
+        let Some(first) = changed.first() else {
+            return out;
+        };
+        let (mut lo, mut hi) = (*first, *first);
+        for &c in changed {
+            lo = lo.min(c);
+            hi = hi.max(c);
+        }
+        let offsets = inflation_offsets(radius);
+        let reach = radius.ceil() as u32 + 1;
+        let (w, h) = (self.width(), self.height());
+        for y in lo.y.saturating_sub(reach)..=(hi.y + reach).min(h - 1) {
+            for x in lo.x.saturating_sub(reach)..=(hi.x + reach).min(w - 1) {
+                let i = (y * w + x) as usize;
+                let c = self.inflated_cost(&offsets, x as usize, y as usize);
+                if inflated.costs[i] != c {
+                    inflated.costs[i] = c;
+                    out.push(UVec2::new(x, y));
+                }
+            }
+        }
+        out
+    }
+
+    /// The inflated cost of one cell: a wall if any cell at one of `offsets` is a wall or off the
+    /// map, else its own cost.
+    fn inflated_cost(&self, offsets: &[(i64, i64)], x: usize, y: usize) -> u8 {
+        let (w, h) = (self.width() as i64, self.height() as i64);
+        let own = self.costs[y * w as usize + x];
+        let blocked = |dx: i64, dy: i64| {
+            let (nx, ny) = (x as i64 + dx, y as i64 + dy);
+            nx < 0 || ny < 0 || nx >= w || ny >= h || self.costs[(ny * w + nx) as usize] == WALL
+        };
+        if own != WALL && offsets.iter().any(|&(dx, dy)| blocked(dx, dy)) {
+            WALL
+        } else {
+            own
+        }
     }
 
     /// Stamp world-space shapes: every cell whose square, shrunk to 90 % about its centre (as a

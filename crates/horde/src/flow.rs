@@ -71,8 +71,8 @@ pub enum FlowSample {
 /// `y * width + x`; the byte layout is in the [module documentation](self).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowField {
-    grid: Grid,
-    cells: Vec<u8>,
+    pub(crate) grid: Grid,
+    pub(crate) cells: Vec<u8>,
 }
 
 impl FlowField {
@@ -353,6 +353,63 @@ fn derive_row(
             dir
         };
     }
+}
+
+/// The arrow of one cell, from unpadded costs and values (cells outside the map count as walls);
+/// the same rule and tie-breaking as [`derive_row`], for repairing a few cells in place.
+pub(crate) fn flow_byte(
+    costs: &[u8],
+    values: &[u32],
+    width: usize,
+    height: usize,
+    i: usize,
+    model: CostModel,
+) -> u8 {
+    let t = costs[i] as u32;
+    if t == WALL as u32 {
+        return FLOW_WALL;
+    }
+    let here = values[i];
+    if here == UNREACHABLE {
+        return FLOW_UNREACHABLE;
+    }
+    let (x, y) = (i % width, i / width);
+    let value = |dx: isize, dy: isize| {
+        let (nx, ny) = (x as isize + dx, y as isize + dy);
+        if nx < 0 || ny < 0 || nx >= width as isize || ny >= height as isize {
+            UNREACHABLE
+        } else {
+            values[ny as usize * width + nx as usize]
+        }
+    };
+    let (s, g) = (model.straight() * t, model.diagonal() * t);
+    let (dn, de, ds, dw) = (value(0, -1), value(1, 0), value(0, 1), value(-1, 0));
+    let diag = |v: u32, a: u32, b: u32| {
+        if a == UNREACHABLE || b == UNREACHABLE {
+            UNREACHABLE
+        } else {
+            v.saturating_add(g)
+        }
+    };
+    let cand = [
+        dn.saturating_add(s),
+        diag(value(1, -1), dn, de),
+        de.saturating_add(s),
+        diag(value(1, 1), ds, de),
+        ds.saturating_add(s),
+        diag(value(-1, 1), ds, dw),
+        dw.saturating_add(s),
+        diag(value(-1, -1), dn, dw),
+    ];
+    let mut best = cand[0];
+    let mut dir = 0u8;
+    for (d, &v) in cand.iter().enumerate().skip(1) {
+        if v < best {
+            best = v;
+            dir = d as u8;
+        }
+    }
+    if best > here { FLOW_GOAL } else { dir }
 }
 
 #[cfg(test)]

@@ -63,9 +63,9 @@ pub enum IntegrationError {
 /// beyond reports [`IntegrationError::Overflow`] instead of wrapping.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IntegrationField {
-    grid: Grid,
-    model: CostModel,
-    values: Vec<u32>,
+    pub(crate) grid: Grid,
+    pub(crate) model: CostModel,
+    pub(crate) values: Vec<u32>,
 }
 
 impl IntegrationField {

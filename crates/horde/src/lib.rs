@@ -45,10 +45,11 @@ pub mod flow;
 pub mod grid;
 pub mod integration;
 pub mod io;
+pub mod live;
 pub mod maps;
 
 pub use astar::{AStar, AStarError, Path};
-pub use cost::{CostError, CostField, CostModel, PLAIN, Shape, WALL};
+pub use cost::{CostEdit, CostError, CostField, CostModel, PLAIN, Shape, WALL};
 pub use flow::{
     FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FlowError, FlowField, FlowSample, NoDirection,
 };
@@ -57,6 +58,10 @@ pub use integration::{
     BuildProgress, IntegrationBuilder, IntegrationError, IntegrationField, UNREACHABLE, WaveStats,
 };
 pub use io::MapError;
+pub use live::{
+    CacheEditReport, CacheStats, FieldCache, FieldKey, FieldRepairer, LiveError, LiveField, RepairStats,
+    SizeClass,
+};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -1,0 +1,245 @@
+//! Property tests for living maps: after every random edit (cells and rectangles, walls and
+//! terrain, placed and removed) and every goal move, the repaired fields equal a fresh build
+//! exactly — integration values against the plain reference Dijkstra, arrows against the flow
+//! derived from a fresh field.
+
+mod common;
+
+use common::{arb_map, pick_walkable, reference_dijkstra};
+use glam::UVec2;
+use horde::{
+    CostEdit, CostField, CostModel, FieldCache, FieldRepairer, FlowField, IntegrationBuilder,
+    LiveField, SizeClass, UNREACHABLE, WALL,
+};
+use proptest::prelude::*;
+
+fn models() -> impl Strategy<Value = CostModel> {
+    prop_oneof![Just(CostModel::TenFourteen), Just(CostModel::Octile)]
+}
+
+/// A raw edit: corners picked by random numbers, and a cost (walls and plain ground often, so
+/// that walls go up and come down again).
+fn arb_edit() -> impl Strategy<Value = (u64, u64, u8, bool)> {
+    (
+        any::<u64>(),
+        any::<u64>(),
+        prop_oneof![Just(WALL), Just(1u8), 2u8..=254],
+        any::<bool>(),
+    )
+}
+
+fn to_edit(cost: &CostField, (a, b, c, rect): (u64, u64, u8, bool)) -> CostEdit {
+    let (w, h) = (cost.width() as u64, cost.height() as u64);
+    let p = UVec2::new((a % w) as u32, ((a >> 32) % h) as u32);
+    if !rect {
+        return CostEdit::Cell { cell: p, cost: c };
+    }
+    // Rectangles up to 5 × 5, like buildings.
+    let q = UVec2::new(
+        (p.x as u64 + b % 5).min(w - 1) as u32,
+        (p.y as u64 + (b >> 8) % 5).min(h - 1) as u32,
+    );
+    CostEdit::Rect {
+        min: p,
+        max: q,
+        cost: c,
+    }
+}
+
+/// The field must equal a fresh build for the goals that are walkable now.
+fn assert_fresh(cost: &CostField, goals: &[UVec2], model: CostModel, field: &LiveField) {
+    let active: Vec<UVec2> = goals
+        .iter()
+        .copied()
+        .filter(|&g| cost.is_walkable(g))
+        .collect();
+    let want: Vec<u32> = if active.is_empty() {
+        vec![UNREACHABLE; cost.grid().len()]
+    } else {
+        reference_dijkstra(cost, &active, model)
+            .iter()
+            .map(|v| v.map_or(UNREACHABLE, |v| v as u32))
+            .collect()
+    };
+    assert_eq!(field.integration().values(), &want[..], "values");
+    let fresh_flow = FlowField::from_integration(cost, field.integration()).unwrap();
+    assert_eq!(field.flow(), &fresh_flow, "arrows");
+    if !active.is_empty() {
+        let mut b = IntegrationBuilder::new();
+        let fresh = b.build(cost, &active, model).unwrap();
+        let mut flow = FlowField::new(*cost.grid());
+        b.flow_into(&mut flow).unwrap();
+        assert_eq!(field.flow(), &flow, "arrows vs the builder's");
+        assert_eq!(field.integration(), &fresh);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 600, ..ProptestConfig::default() })]
+
+    #[test]
+    fn repaired_fields_equal_a_fresh_build(
+        cost in arb_map(28),
+        model in models(),
+        picks in proptest::collection::vec(any::<u64>(), 1..4),
+        edits in proptest::collection::vec(arb_edit(), 1..10),
+        batch in 1usize..4,
+        fall_back in any::<bool>(),
+    ) {
+        let goals = pick_walkable(&cost, &picks);
+        prop_assume!(!goals.is_empty());
+        let mut cost = cost;
+        let mut rep = FieldRepairer::new();
+        // Without the fall-back every repair runs the incremental path, whatever its size.
+        rep.set_rebuild_divisor(if fall_back { 16 } else { 0 });
+        let mut field = LiveField::build(&cost, &goals, model, &mut rep).unwrap();
+        for chunk in edits.chunks(batch) {
+            let chunk: Vec<CostEdit> = chunk.iter().map(|&e| to_edit(&cost, e)).collect();
+            let changed = cost.apply_edits(&chunk).unwrap();
+            let stats = field.repair(&cost, &changed, &mut rep).unwrap();
+            if !fall_back {
+                prop_assert!(!stats.rebuilt);
+            }
+            assert_fresh(&cost, &goals, model, &field);
+        }
+    }
+
+    #[test]
+    fn moved_goals_equal_a_fresh_build(
+        cost in arb_map(28),
+        model in models(),
+        moves in proptest::collection::vec((any::<u64>(), 0u8..9, any::<bool>()), 1..8),
+        fall_back in any::<bool>(),
+    ) {
+        let start = pick_walkable(&cost, &[moves[0].0]);
+        prop_assume!(!start.is_empty());
+        let mut rep = FieldRepairer::new();
+        rep.set_rebuild_divisor(if fall_back { 16 } else { 0 });
+        let mut goals = start;
+        let mut field = LiveField::build(&cost, &goals, model, &mut rep).unwrap();
+        for &(pick, step, jump) in &moves {
+            // A chased target steps to an adjacent cell, or the flag is moved anywhere.
+            let next = if jump {
+                pick_walkable(&cost, &[pick])[0]
+            } else {
+                let g = goals[0];
+                let dx = step as i64 % 3 - 1;
+                let dy = step as i64 / 3 - 1;
+                let (x, y) = (g.x as i64 + dx, g.y as i64 + dy);
+                if !cost.grid().contains(x, y) || !cost.is_walkable(UVec2::new(x as u32, y as u32)) {
+                    continue;
+                }
+                UVec2::new(x as u32, y as u32)
+            };
+            goals = if pick % 4 == 0 { vec![next, goals[0]] } else { vec![next] };
+            field.move_goals(&cost, &goals, &mut rep).unwrap();
+            assert_fresh(&cost, &goals, model, &field);
+        }
+    }
+
+    #[test]
+    fn cached_fields_of_every_size_class_stay_fresh(
+        cost in arb_map(24),
+        picks in proptest::collection::vec(any::<u64>(), 1..4),
+        edits in proptest::collection::vec(arb_edit(), 1..6),
+    ) {
+        let goals = pick_walkable(&cost, &picks);
+        prop_assume!(!goals.is_empty());
+        let model = CostModel::TenFourteen;
+        let mut cache = FieldCache::new(cost.clone(), model, usize::MAX);
+        let big = cache.add_size_class(0.8).unwrap();
+        let mut keys = Vec::new();
+        for &g in &goals {
+            keys.push(cache.request(g, SizeClass(0)).unwrap());
+            if cache.class_map(big).unwrap().is_walkable(g) {
+                keys.push(cache.request(g, big).unwrap());
+            }
+        }
+        let mut map = cost;
+        for &e in &edits {
+            let edit = to_edit(&map, e);
+            map.apply_edits(&[edit]).unwrap();
+            cache.apply_edits(&[edit]).unwrap();
+            prop_assert_eq!(cache.map(), &map);
+            let inflated = map.inflated(0.8).unwrap();
+            prop_assert_eq!(cache.class_map(big).unwrap(), &inflated);
+            for &k in &keys {
+                let class_map = if k.class == big { &inflated } else { &map };
+                assert_fresh(class_map, &[k.goal], model, cache.field(k).unwrap());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_building_in_open_ground_repairs_only_its_shadow() {
+    let mut cost = CostField::new(horde::Grid::new(200, 200).unwrap());
+    let mut rep = FieldRepairer::new();
+    let goal = UVec2::new(10, 100);
+    let mut field = LiveField::build(&cost, &[goal], CostModel::TenFourteen, &mut rep).unwrap();
+    let building = [CostEdit::Rect {
+        min: UVec2::new(100, 98),
+        max: UVec2::new(103, 101),
+        cost: WALL,
+    }];
+    let changed = cost.apply_edits(&building).unwrap();
+    assert_eq!(changed.len(), 16);
+    let stats = field.repair(&cost, &changed, &mut rep).unwrap();
+    assert!(!stats.rebuilt);
+    // The cells behind the building (away from the goal) change; nothing in front of it does.
+    assert!(stats.relabelled > 0 && stats.relabelled < 200 * 200 / 20, "{stats:?}");
+    assert_fresh(&cost, &[goal], CostModel::TenFourteen, &field);
+    // Taking it down again restores the open-ground field exactly.
+    let removal = [CostEdit::Rect {
+        min: UVec2::new(100, 98),
+        max: UVec2::new(103, 101),
+        cost: 1,
+    }];
+    let changed = cost.apply_edits(&removal).unwrap();
+    field.repair(&cost, &changed, &mut rep).unwrap();
+    let open = LiveField::build(&cost, &[goal], CostModel::TenFourteen, &mut rep).unwrap();
+    assert_eq!(field, open);
+}
+
+#[test]
+fn a_walled_in_goal_leads_nowhere_until_it_is_opened() {
+    let mut cost = CostField::new(horde::Grid::new(8, 8).unwrap());
+    let mut rep = FieldRepairer::new();
+    let goal = UVec2::new(4, 4);
+    let mut field = LiveField::build(&cost, &[goal], CostModel::Octile, &mut rep).unwrap();
+    let on = cost
+        .apply_edits(&[CostEdit::Cell {
+            cell: goal,
+            cost: WALL,
+        }])
+        .unwrap();
+    field.repair(&cost, &on, &mut rep).unwrap();
+    assert!(field.integration().values().iter().all(|&v| v == UNREACHABLE));
+    let off = cost
+        .apply_edits(&[CostEdit::Cell { cell: goal, cost: 3 }])
+        .unwrap();
+    field.repair(&cost, &off, &mut rep).unwrap();
+    assert_fresh(&cost, &[goal], CostModel::Octile, &field);
+}
+
+#[test]
+fn the_cache_evicts_the_least_recently_used_field() {
+    let map = horde::maps::demo_map();
+    let one = map.grid().len() * 5 + 12;
+    let mut cache = FieldCache::new(map, CostModel::TenFourteen, 2 * one);
+    let goals = [UVec2::new(64, 64), UVec2::new(20, 20), UVec2::new(100, 100)];
+    for g in goals {
+        assert!(cache.map().is_walkable(g));
+    }
+    let a = cache.request(goals[0], SizeClass(0)).unwrap();
+    let b = cache.request(goals[1], SizeClass(0)).unwrap();
+    cache.request(goals[0], SizeClass(0)).unwrap(); // a is now the more recent
+    let c = cache.request(goals[2], SizeClass(0)).unwrap();
+    assert_eq!(cache.len(), 2);
+    assert!(cache.flow(a).is_some() && cache.flow(c).is_some());
+    assert!(cache.flow(b).is_none(), "b was least recently used");
+    assert_eq!(cache.stats().evictions, 1);
+    assert_eq!(cache.stats().hits, 1);
+    assert!(cache.memory_bytes() <= 2 * one);
+    assert!(cache.request(goals[0], SizeClass(9)).is_err());
+}
