@@ -8,7 +8,8 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 use glam::UVec2;
 use horde::{
-    AStar, CostField, CostModel, Dir8, FlowField, IntegrationBuilder, IntegrationField, WALL,
+    AStar, CostEdit, CostField, CostModel, Dir8, FieldRepairer, FlowField, IntegrationBuilder,
+    IntegrationField, LiveField, WALL,
 };
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
@@ -181,6 +182,88 @@ pub struct Report {
     pub goal: UVec2,
     /// The same integration field built in slices of `TIME_SLICE` cells, start to finish.
     pub sliced_ns: f64,
+    /// Living maps: median repair after stamping or removing a 4 x 4 building, and after the goal
+    /// moved to an adjacent cell (integration and flow both, exact).
+    pub living: Living,
+}
+
+/// The living-map rows of the bench.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Living {
+    pub buildings: usize,
+    pub repair_ns: f64,
+    pub repair_relabelled_mean: f64,
+    pub moved_goal_ns: f64,
+    pub moved_goal_rebuilt: bool,
+}
+
+/// Stamp and remove 4 x 4 buildings at random open spots (each repair timed on its own), then
+/// move the goal to an adjacent cell and back.
+pub fn measure_living(
+    cost: &CostField,
+    goal: UVec2,
+    model: CostModel,
+    buildings: usize,
+) -> Result<Living> {
+    let mut map = cost.clone();
+    let mut rep = FieldRepairer::new();
+    let mut live = LiveField::build(&map, &[goal], model, &mut rep)?;
+    let mut rng = Pcg64::seed_from_u64(11);
+    let (w, h) = (map.width(), map.height());
+    let mut repair_times = Vec::new();
+    let mut relabelled = 0usize;
+    let mut placed = 0;
+    let mut tries = 0;
+    while placed < buildings && tries < buildings * 200 && w >= 4 && h >= 4 {
+        tries += 1;
+        let min = UVec2::new(rng.random_range(0..=w - 4), rng.random_range(0..=h - 4));
+        let max = min + UVec2::splat(3);
+        let inside = |c: UVec2| c.cmpge(min).all() && c.cmple(max).all();
+        let open = (min.y..=max.y).all(|y| (min.x..=max.x).all(|x| map.costs()[(y * w + x) as usize] == 1));
+        if !open || inside(goal) || live.integration().get(min).is_none() {
+            continue;
+        }
+        placed += 1;
+        for c in [WALL, 1] {
+            let changed = map.apply_edits(&[CostEdit::Rect { min, max, cost: c }])?;
+            let t = Instant::now();
+            let stats = live.repair(&map, &changed, &mut rep)?;
+            repair_times.push(t.elapsed().as_nanos() as f64);
+            relabelled += stats.relabelled;
+        }
+    }
+    let next = Dir8::ALL
+        .iter()
+        .filter_map(|&d| map.grid().neighbour(goal, d))
+        .find(|&c| map.is_walkable(c));
+    let mut moved_times = Vec::new();
+    let mut rebuilt = false;
+    if let Some(next) = next {
+        for _ in 0..4 {
+            for g in [next, goal] {
+                let t = Instant::now();
+                let stats = live.move_goals(&map, &[g], &mut rep)?;
+                moved_times.push(t.elapsed().as_nanos() as f64);
+                rebuilt |= stats.rebuilt;
+            }
+        }
+    }
+    let n = repair_times.len().max(1);
+    Ok(Living {
+        buildings: placed,
+        repair_ns: median(&mut repair_times),
+        repair_relabelled_mean: relabelled as f64 / n as f64,
+        moved_goal_ns: median(&mut moved_times),
+        moved_goal_rebuilt: rebuilt,
+    })
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 /// Cells settled per call of a time-sliced build in the bench (a frame's budget).
@@ -212,7 +295,7 @@ pub fn measure(
     if starts.is_empty() {
         bail!("no cell can reach the goal ({}, {})", goal.x, goal.y);
     }
-    let steps = 4 + units.len() as u64 + if with_peers { 2 } else { 0 };
+    let steps = 4 + units.len() as u64 + if with_peers { 3 } else { 0 };
     let pb = progress(steps, "measuring");
     let started = Instant::now();
     let tick = |pb: &indicatif::ProgressBar| {
@@ -277,6 +360,11 @@ pub fn measure(
         });
         tick(&pb);
     }
+    let mut living = Living::default();
+    if with_peers {
+        living = measure_living(cost, goal, model, 16)?;
+        tick(&pb);
+    }
     pb.finish_and_clear();
     Ok(Report {
         map: name.to_owned(),
@@ -293,6 +381,7 @@ pub fn measure(
         table,
         goal,
         sliced_ns,
+        living,
     })
 }
 
@@ -358,6 +447,13 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             "dijkstra_all_over_integration": r.dijkstra_all_ns / r.integration_ns,
             "timeslice_slice_cells": TIME_SLICE,
             "timeslice_overhead": r.sliced_ns / r.integration_ns - 1.0,
+            "repair_buildings": r.living.buildings,
+            "repair_ns": r.living.repair_ns,
+            "repair_relabelled_cells_mean": r.living.repair_relabelled_mean,
+            "repair_speedup": r.field_ns / r.living.repair_ns,
+            "moved_goal_ns": r.living.moved_goal_ns,
+            "moved_goal_speedup": r.field_ns / r.living.moved_goal_ns,
+            "moved_goal_rebuilt": r.living.moved_goal_rebuilt,
             "units": table,
         });
         outln!("{v}");
@@ -415,6 +511,19 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         "time-sliced         {:.1} µs in slices of {TIME_SLICE} cells (overhead {:+.1} %)",
         r.sliced_ns / 1e3,
         (r.sliced_ns / r.integration_ns - 1.0) * 100.0
+    );
+    outln!(
+        "repair              {:.1} µs per 4x4 building stamped or removed ({} spots, {:.0} cells relabelled), {:.1}x faster than a rebuild",
+        r.living.repair_ns / 1e3,
+        r.living.buildings,
+        r.living.repair_relabelled_mean,
+        r.field_ns / r.living.repair_ns
+    );
+    outln!(
+        "moved goal          {:.1} µs per one-cell move{} ({:.2}x a rebuild's speed)",
+        r.living.moved_goal_ns / 1e3,
+        if r.living.moved_goal_rebuilt { ", rebuilt" } else { "" },
+        r.field_ns / r.living.moved_goal_ns
     );
     outln!(
         "plain BFS floor     {:.1} µs  (integration / BFS = {:.2})",

@@ -410,6 +410,33 @@ impl IntegrationBuilder {
         })
     }
 
+    /// Like [`advance`](Self::advance), with a time budget instead of a cell budget: settles
+    /// cells in chunks of 4096 until the wave is done or `budget` has passed (it may overrun by
+    /// one chunk, about 0.1 ms). O(cells settled).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use glam::UVec2;
+    /// use horde::{BuildProgress, CostField, CostModel, Grid, IntegrationBuilder};
+    /// let cost = CostField::new(Grid::new(256, 256).unwrap());
+    /// let mut builder = IntegrationBuilder::new();
+    /// builder.start(&cost, &[UVec2::new(0, 0)], CostModel::TenFourteen).unwrap();
+    /// // 2 ms per frame, until done.
+    /// while let BuildProgress::Running { .. } = builder.advance_for(Duration::from_millis(2)).unwrap() {}
+    /// ```
+    pub fn advance_for(
+        &mut self,
+        budget: std::time::Duration,
+    ) -> Result<BuildProgress, IntegrationError> {
+        let started = std::time::Instant::now();
+        loop {
+            let progress = self.advance(4096)?;
+            if matches!(progress, BuildProgress::Done(_)) || started.elapsed() >= budget {
+                return Ok(progress);
+            }
+        }
+    }
+
     /// Write the finished field into `out` (same size as the cost field). After this, the
     /// builder also serves [`flow_into`](Self::flow_into). O(cells).
     pub fn finish_into(

@@ -326,11 +326,13 @@ impl LiveField {
     }
 
     /// Move the goals (to any cells: usually the cell a chased target stepped into) and update
-    /// both fields to equal a fresh build for the new goals. Cells whose way to the old goals
-    /// survives keep their values; the rest are recomputed. A goal's move changes the cost to it
-    /// from nearly every cell, so for one goal this usually ends in a rebuild: cheaper moves
-    /// come from keeping a goal area (several cells) or rounding the target's position to a
-    /// coarser cell, so that most moves change nothing.
+    /// both fields to equal a fresh build for the new goals. When some goals stay (a goal area
+    /// that shifts, one of several flags that moves), cells whose way to a remaining goal
+    /// survives keep their values and only the rest are recomputed. When every goal changes, the
+    /// cost to the goal changes for nearly every cell (a single goal one cell east changes the
+    /// values of all cells not straight behind it), so an exact update cannot be cheaper than a
+    /// rebuild, and this rebuilds. For a chased target, round its position to a cell (or to a
+    /// coarse cell) so that most frames change nothing. O(cells) at worst.
     ///
     /// ```
     /// use glam::UVec2;
@@ -350,6 +352,17 @@ impl LiveField {
     ) -> Result<RepairStats, LiveError> {
         self.same_size(cost)?;
         let new_index = goal_indices(cost, goals)?;
+        // When no old goal stays, every cell loses the support of its way to the goals: the
+        // repair would invalidate the whole reachable map, so rebuild at once.
+        let kept = self
+            .goal_index
+            .iter()
+            .any(|i| new_index.binary_search(i).is_ok());
+        if !kept {
+            self.goals = goals.to_vec();
+            self.goal_index = new_index;
+            return self.fall_back(cost, repairer, RepairStats::default());
+        }
         repairer.reset(cost.grid().len());
         // Goals that left lose their support; goals that arrived offer 0. Both are candidates.
         for &i in self.goal_index.iter().chain(&new_index) {
