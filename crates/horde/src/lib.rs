@@ -37,6 +37,7 @@
 //! ```
 
 pub mod astar;
+pub mod coarse;
 pub mod cost;
 pub mod crowd;
 #[cfg(feature = "dungeon")]
@@ -49,6 +50,7 @@ pub mod live;
 pub mod maps;
 
 pub use astar::{AStar, AStarError, Path};
+pub use coarse::{CoarseError, CoarseField, CoarseWalk};
 pub use cost::{CostEdit, CostError, CostField, CostModel, PLAIN, Shape, WALL};
 pub use flow::{
     FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FlowError, FlowField, FlowSample, NoDirection,
