@@ -61,7 +61,7 @@ impl CoarseField {
     /// assert_eq!(coarse.flow().grid().width(), 32);
     /// // Follow it on the map from a far corner: every step is legal and it gets close.
     /// let start = (0..128).map(|i| UVec2::new(i, i)).find(|&c| map.is_walkable(c)).unwrap();
-    /// let walk = coarse.walk(&map, start, 10_000);
+    /// let walk = coarse.walk(&map, start, 10_000, &mut horde::coarse::WindowScratch::new());
     /// assert!(walk.reached);
     /// assert_eq!(coarse.coarse_cell(walk.end), coarse.coarse_cell(goal));
     /// ```
@@ -235,10 +235,22 @@ pub struct CoarseWalk {
 }
 
 impl CoarseField {
-    /// Follow [`step_from`](Self::step_from) on the map from `start` until the walk enters a
-    /// coarse cell holding a goal, has no step, or has taken `max_steps` steps (a walk caught in
-    /// a loop ends there). O(steps).
-    pub fn walk(&self, map: &CostField, start: UVec2, max_steps: usize) -> CoarseWalk {
+    /// Walk on the map from `start` as a unit guided by this coarse field would, until it enters
+    /// a coarse cell holding a goal (where units switch to steering straight at the goal), has no
+    /// way on, or has taken `max_steps` steps (a walk caught in a loop ends there).
+    ///
+    /// Inside each coarse cell the walk follows a small map-resolution field over that cell and
+    /// its eight neighbours, whose border cells start from the coarse estimate
+    /// ([`estimate`](Self::estimate)): the local refinement hierarchical planners use, so that
+    /// obstacles smaller than a coarse cell are walked around instead of trapping the unit.
+    /// `scratch` is reused between walks. O(steps + coarse cells crossed × (3 × factor)² log).
+    pub fn walk(
+        &self,
+        map: &CostField,
+        start: UVec2,
+        max_steps: usize,
+        scratch: &mut WindowScratch,
+    ) -> CoarseWalk {
         let model = self.integration.model();
         let mut out = CoarseWalk {
             cost: 0,
@@ -246,25 +258,182 @@ impl CoarseField {
             end: start,
             reached: false,
         };
-        while out.steps <= max_steps {
-            if self.goal_cells.contains(&self.coarse_cell(out.end)) {
+        if !map.is_walkable(start) {
+            return out;
+        }
+        let mut window_of = None;
+        while out.steps < max_steps {
+            let here = self.coarse_cell(out.end);
+            if self.goal_cells.contains(&here) {
                 out.reached = true;
-                break;
+                return out;
             }
-            if out.steps == max_steps {
-                break;
+            if window_of != Some(here) {
+                self.refine(map, here, true, scratch);
+                if !scratch.value(out.end).is_finite() {
+                    // No nearer coarse cell is reachable within the window (the coarse map and
+                    // the real one disagree here): take any exit with a coarse value.
+                    self.refine(map, here, false, scratch);
+                }
+                window_of = Some(here);
             }
-            let Some(dir) = self.step_from(map, out.end) else {
-                break;
+            let Some(dir) = scratch.step(map, out.end, model) else {
+                return out;
             };
-            out.cost += model.step(dir, map.costs()[self.map_grid.index(out.end).unwrap_or(0)]) as u64;
+            out.cost += model.step(dir, map.get(out.end).unwrap_or(1)) as u64;
             out.end = self
                 .map_grid
                 .neighbour(out.end, dir)
                 .expect("a legal step stays on the map");
             out.steps += 1;
         }
+        out.reached = self.goal_cells.contains(&self.coarse_cell(out.end));
         out
+    }
+
+    /// Fill `scratch` with the local field of coarse cell `c`: map cells of `c` and its eight
+    /// neighbours, cells outside `c` starting from their coarse estimate, goal cells from 0.
+    fn refine(&self, map: &CostField, c: UVec2, strict: bool, scratch: &mut WindowScratch) {
+        let f = self.factor;
+        let (w, h) = (map.width(), map.height());
+        let x0 = c.x.saturating_sub(1) * f;
+        let y0 = c.y.saturating_sub(1) * f;
+        let x1 = ((c.x + 2) * f).min(w);
+        let y1 = ((c.y + 2) * f).min(h);
+        scratch.origin = UVec2::new(x0, y0);
+        scratch.size = UVec2::new(x1 - x0, y1 - y0);
+        let n = (scratch.size.x * scratch.size.y) as usize;
+        scratch.values.clear();
+        scratch.values.resize(n, f32::INFINITY);
+        scratch.heap.clear();
+        let model = self.integration.model();
+        let cw = self.cost.width();
+        let here_value = self.integration.values()[(c.y * cw + c.x) as usize];
+        for y in y0..y1 {
+            for x in x0..x1 {
+                let cell = UVec2::new(x, y);
+                if !map.is_walkable(cell) {
+                    continue;
+                }
+                let cc = self.coarse_cell(cell);
+                if cc == c {
+                    continue;
+                }
+                let v = if self.goal_cells.contains(&cc) {
+                    // A neighbouring goal cell: the unit switches to direct steering there.
+                    0.0
+                } else {
+                    // Only coarse cells nearer the goal are exits, so every coarse cell crossed
+                    // is nearer than the last one and a walk cannot go round in circles.
+                    let vc = self.integration.values()[(cc.y * cw + cc.x) as usize];
+                    if vc == UNREACHABLE || (strict && vc >= here_value) {
+                        continue;
+                    }
+                    self.estimate(cell.as_vec2() + Vec2::splat(0.5))
+                        .unwrap_or((vc * f) as f32)
+                };
+                let i = scratch.local(cell);
+                scratch.values[i] = v;
+                scratch.heap.push(std::cmp::Reverse((OrdF32(v), i as u32)));
+            }
+        }
+        while let Some(std::cmp::Reverse((OrdF32(d), i))) = scratch.heap.pop() {
+            if d > scratch.values[i as usize] {
+                continue;
+            }
+            let cell = scratch.origin + UVec2::new(i % scratch.size.x, i / scratch.size.x);
+            for dir in Dir8::ALL {
+                // A unit steps from `from` into `cell`, priced by `from`'s terrain.
+                let Some(from) = self.map_grid.neighbour(cell, dir) else {
+                    continue;
+                };
+                if !scratch.contains(from) || !map.can_step(from, dir.opposite()) {
+                    continue;
+                }
+                let nd = d + model.step(dir.opposite(), map.get(from).unwrap_or(1)) as f32;
+                let j = scratch.local(from);
+                if nd < scratch.values[j] {
+                    scratch.values[j] = nd;
+                    scratch.heap.push(std::cmp::Reverse((OrdF32(nd), j as u32)));
+                }
+            }
+        }
+    }
+}
+
+/// Scratch memory of [`CoarseField::walk`]: one local field of `(3 × factor)²` cells (4 bytes
+/// each) and its queue.
+#[derive(Debug, Clone, Default)]
+pub struct WindowScratch {
+    origin: UVec2,
+    size: UVec2,
+    values: Vec<f32>,
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(OrdF32, u32)>>,
+}
+
+impl WindowScratch {
+    /// Empty scratch.
+    pub fn new() -> WindowScratch {
+        WindowScratch::default()
+    }
+
+    fn contains(&self, cell: UVec2) -> bool {
+        cell.cmpge(self.origin).all() && (cell - self.origin).cmplt(self.size).all()
+    }
+
+    fn value(&self, cell: UVec2) -> f32 {
+        if self.contains(cell) {
+            self.values[self.local(cell)]
+        } else {
+            f32::INFINITY
+        }
+    }
+
+    fn local(&self, cell: UVec2) -> usize {
+        let p = cell - self.origin;
+        (p.y * self.size.x + p.x) as usize
+    }
+
+    /// The legal step minimising step cost plus the local value of the next cell.
+    fn step(&self, map: &CostField, cell: UVec2, model: CostModel) -> Option<Dir8> {
+        let t = map.get(cell)?;
+        let mut best: Option<(f32, Dir8)> = None;
+        for dir in Dir8::ALL {
+            if !map.can_step(cell, dir) {
+                continue;
+            }
+            let next = map.grid().neighbour(cell, dir)?;
+            if !self.contains(next) {
+                continue;
+            }
+            let v = self.values[self.local(next)];
+            if !v.is_finite() {
+                continue;
+            }
+            let v = v + model.step(dir, t) as f32;
+            if best.is_none_or(|(b, _)| v < b) {
+                best = Some((v, dir));
+            }
+        }
+        best.map(|(_, d)| d)
+    }
+}
+
+/// An `f32` ordered by `total_cmp`, for the local queue.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct OrdF32(f32);
+
+impl Eq for OrdF32 {}
+
+impl PartialOrd for OrdF32 {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for OrdF32 {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
     }
 }
 

@@ -21,6 +21,7 @@ fn quality(
     let fine = builder.build(map, &[goal], model).unwrap();
     let coarse = CoarseField::build(map, factor, &[goal], model, &mut builder).unwrap();
     let mut extra = Vec::new();
+    let mut scratch = horde::coarse::WindowScratch::new();
     let mut tried = 0;
     for &s in starts {
         let Some(best) = fine.get(s) else { continue };
@@ -28,7 +29,7 @@ fn quality(
             continue;
         }
         tried += 1;
-        let walk = coarse.walk(map, s, 8 * map.grid().len().isqrt() * 4);
+        let walk = coarse.walk(map, s, 32 * map.grid().len().isqrt(), &mut scratch);
         if !walk.reached {
             continue;
         }
@@ -49,7 +50,7 @@ fn quality(
 }
 
 #[test]
-fn coarse_fields_lose_little_on_open_maps_and_say_how_much_elsewhere() {
+fn coarse_fields_lose_little_on_open_maps() {
     let dir = movingai_dir();
     println!("map                 factor  reached  extra mean  extra p95");
     for name in MOVINGAI_MAPS {
@@ -71,9 +72,12 @@ fn coarse_fields_lose_little_on_open_maps_and_say_how_much_elsewhere() {
                 mean * 100.0,
                 p95 * 100.0
             );
-            if name.starts_with("Berlin") || name.starts_with("Boston") || name == "arena" {
-                assert!(reached >= 0.9, "{name} x{factor}: reached {reached}");
-                assert!(mean <= 0.1, "{name} x{factor}: mean extra {mean}");
+            // Open maps: coarse fields work. Maps of narrow corridors and one-cell doors (mazes,
+            // rooms, brc202d) lose connectivity at coarse resolution: use full fields there.
+            let open = ["arena", "den520d", "AcrosstheCape", "Berlin_0_256", "Boston_0_256"];
+            if open.contains(&name) {
+                assert!(reached >= 0.95, "{name} x{factor}: reached {reached}");
+                assert!(mean <= 0.05, "{name} x{factor}: mean extra {mean}");
             }
         }
     }
