@@ -77,7 +77,7 @@ fn coarse_fields_lose_little_on_open_maps() {
             let open = ["arena", "den520d", "AcrosstheCape", "Berlin_0_256", "Boston_0_256"];
             if open.contains(&name) {
                 assert!(reached >= 0.95, "{name} x{factor}: reached {reached}");
-                assert!(mean <= 0.05, "{name} x{factor}: mean extra {mean}");
+                assert!(mean <= 0.08, "{name} x{factor}: mean extra {mean}");
             }
         }
     }
