@@ -237,7 +237,7 @@ pub struct CoarseWalk {
 impl CoarseField {
     /// Walk on the map from `start` as a unit guided by this coarse field would, until it enters
     /// a coarse cell holding a goal (where units switch to steering straight at the goal), has no
-    /// way on, or has taken `max_steps` steps (a walk caught in a loop ends there).
+    /// way on, enters one coarse cell a fourth time (a loop), or has taken `max_steps` steps.
     ///
     /// Inside each coarse cell the walk follows a small map-resolution field over that cell and
     /// its eight neighbours, whose border cells start from the coarse estimate
@@ -261,6 +261,7 @@ impl CoarseField {
         if !map.is_walkable(start) {
             return out;
         }
+        scratch.visits.clear();
         let mut window_of = None;
         while out.steps < max_steps {
             let here = self.coarse_cell(out.end);
@@ -269,6 +270,12 @@ impl CoarseField {
                 return out;
             }
             if window_of != Some(here) {
+                // Entering a coarse cell for the fourth time is a loop: stop there.
+                let visits = scratch.visits.entry(here).or_insert(0);
+                *visits += 1;
+                if *visits > 3 {
+                    return out;
+                }
                 self.refine(map, here, true, scratch);
                 if !scratch.value(out.end).is_finite() {
                     // No nearer coarse cell is reachable within the window (the coarse map and
@@ -362,13 +369,14 @@ impl CoarseField {
 }
 
 /// Scratch memory of [`CoarseField::walk`]: one local field of `(3 × factor)²` cells (4 bytes
-/// each) and its queue.
+/// each), its queue, and a count of visits per coarse cell (loop detection).
 #[derive(Debug, Clone, Default)]
 pub struct WindowScratch {
     origin: UVec2,
     size: UVec2,
     values: Vec<f32>,
     heap: std::collections::BinaryHeap<std::cmp::Reverse<(OrdF32, u32)>>,
+    visits: std::collections::HashMap<UVec2, u32>,
 }
 
 impl WindowScratch {

@@ -29,7 +29,8 @@ fn quality(
             continue;
         }
         tried += 1;
-        let walk = coarse.walk(map, s, 32 * map.grid().len().isqrt(), &mut scratch);
+        let max_steps = 3 * (best / model.straight()) as usize + 64;
+        let walk = coarse.walk(map, s, max_steps, &mut scratch);
         if !walk.reached {
             continue;
         }
