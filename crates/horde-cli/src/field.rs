@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use glam::UVec2;
-use horde::{CostModel, FlowField, IntegrationBuilder};
+use horde::{CostEdit, CostModel, FieldRepairer, IntegrationBuilder, LiveField};
 
 use crate::render::{Canvas, Layer, field_picture};
 use crate::util::{check_walkable, load_map, parse_cell, write_file};
@@ -39,6 +39,43 @@ pub struct Args {
     /// Pixels per cell (default: about 1024 pixels across).
     #[arg(long)]
     scale: Option<u32>,
+    /// After the first build, set a rectangle (both corners inclusive) to COST (1-254 terrain,
+    /// 255 wall) and repair the fields in place; repeat for several edits, applied in order.
+    #[arg(long = "edit", value_name = "X0,Y0,X1,Y1,COST", value_parser = parse_edit)]
+    edits: Vec<CostEdit>,
+    /// After the edits, move the goal(s) to these cells (repeat for several) and update the
+    /// fields.
+    #[arg(long = "move-goal", value_name = "X,Y", value_parser = parse_cell)]
+    move_goals: Vec<UVec2>,
+}
+
+/// `X0,Y0,X1,Y1,COST`: a rectangle with both corners inclusive (in either order) and its cost.
+pub fn parse_edit(s: &str) -> Result<CostEdit, String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    if parts.len() != 5 {
+        return Err(format!(
+            "'{s}' is not X0,Y0,X1,Y1,COST (five numbers separated by commas)"
+        ));
+    }
+    let mut n = [0u32; 5];
+    for (v, p) in n.iter_mut().zip(&parts) {
+        *v = p
+            .parse()
+            .map_err(|_| format!("'{p}' in '{s}' is not a whole number"))?;
+    }
+    let cost = match n[4] {
+        c @ 1..=255 => c as u8,
+        c => {
+            return Err(format!(
+                "cost {c} in '{s}' is not 1-254 (terrain) or 255 (wall)"
+            ));
+        }
+    };
+    Ok(CostEdit::Rect {
+        min: UVec2::new(n[0].min(n[2]), n[1].min(n[3])),
+        max: UVec2::new(n[0].max(n[2]), n[1].max(n[3])),
+        cost,
+    })
 }
 
 pub fn run(a: &Args) -> Result<ExitCode> {
@@ -46,14 +83,81 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     for &g in &a.goals {
         check_walkable(&cost, g, "goal")?;
     }
+    let mut cost = cost;
+    let mut repairer = FieldRepairer::new();
+    let started = Instant::now();
+    let mut live = LiveField::build(&cost, &a.goals, a.model, &mut repairer)?;
+    let t_build = started.elapsed();
+    let mut edit_lines = Vec::new();
+    for (k, edit) in a.edits.iter().enumerate() {
+        let CostEdit::Rect { min, max, cost: c } = *edit else {
+            unreachable!("the parser makes rectangles")
+        };
+        let changed = cost
+            .apply_edits(&[*edit])
+            .map_err(|e| anyhow::anyhow!("--edit #{} ({}): {e}", k + 1, describe(edit)))?;
+        let started = Instant::now();
+        let stats = live.repair(&cost, &changed, &mut repairer)?;
+        edit_lines.push(format!(
+            "edit       ({}, {})..=({}, {}) cost {c}: {} cells changed, {} relabelled, {} arrows, {:.3} ms{}",
+            min.x,
+            min.y,
+            max.x,
+            max.y,
+            changed.len(),
+            stats.relabelled,
+            stats.arrows,
+            started.elapsed().as_secs_f64() * 1e3,
+            if stats.rebuilt { " (rebuilt)" } else { "" }
+        ));
+    }
+    let mut goals = a.goals.clone();
+    if !a.move_goals.is_empty() {
+        for &g in &a.move_goals {
+            check_walkable(&cost, g, "--move-goal")?;
+        }
+        let started = Instant::now();
+        let stats = live.move_goals(&cost, &a.move_goals, &mut repairer)?;
+        edit_lines.push(format!(
+            "move goal  to {}: {} relabelled, {:.3} ms{}",
+            a.move_goals
+                .iter()
+                .map(|g| format!("({}, {})", g.x, g.y))
+                .collect::<Vec<_>>()
+                .join(" "),
+            stats.relabelled,
+            started.elapsed().as_secs_f64() * 1e3,
+            if stats.rebuilt { " (rebuilt)" } else { "" }
+        ));
+        goals = a.move_goals.clone();
+    }
+    for g in &goals {
+        if !cost.is_walkable(*g) {
+            edit_lines.push(format!(
+                "warning    goal ({}, {}) is now a wall: it leads nowhere until opened again",
+                g.x, g.y
+            ));
+        }
+    }
+    // One-shot timings of the two layers, for the report.
     let mut builder = IntegrationBuilder::new();
-    let started = Instant::now();
-    let integration = builder.build(&cost, &a.goals, a.model)?;
-    let t_int = started.elapsed();
-    let mut flow = FlowField::new(*cost.grid());
-    let started = Instant::now();
-    builder.flow_into(&mut flow)?;
-    let t_flow = started.elapsed();
+    let active: Vec<UVec2> = goals
+        .iter()
+        .copied()
+        .filter(|&g| cost.is_walkable(g))
+        .collect();
+    let (mut t_int, mut t_flow) = (t_build, std::time::Duration::ZERO);
+    if !active.is_empty() {
+        let started = Instant::now();
+        builder.build(&cost, &active, a.model)?;
+        t_int = started.elapsed();
+        let mut flow = horde::FlowField::new(*cost.grid());
+        let started = Instant::now();
+        builder.flow_into(&mut flow)?;
+        t_flow = started.elapsed();
+    }
+    let integration = live.integration();
+    let flow = live.flow();
     let reachable = integration
         .values()
         .iter()
@@ -66,7 +170,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         .max()
         .map_or(0.0, |&v| a.model.to_cost(v));
     outln!("map        {name} ({}x{})", cost.width(), cost.height());
-    outln!("goals      {}", a.goals.len());
+    outln!("goals      {}", goals.len());
     outln!("model      {}", a.model.name());
     outln!(
         "reachable  {reachable} of {} walkable cells",
@@ -78,12 +182,15 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         t_int.as_secs_f64() * 1e3,
         t_flow.as_secs_f64() * 1e3
     );
+    for line in &edit_lines {
+        outln!("{line}");
+    }
     if let Some(path) = &a.dump_integration {
-        write_file(path, &horde::io::integration_text(&cost, &integration))?;
+        write_file(path, &horde::io::integration_text(&cost, integration))?;
         outln!("wrote      {path}");
     }
     if let Some(path) = &a.dump_flow {
-        write_file(path, &horde::io::flow_text(&flow))?;
+        write_file(path, &horde::io::flow_text(flow))?;
         outln!("wrote      {path}");
     }
     if let Some(path) = &a.png {
@@ -92,7 +199,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             .unwrap_or_else(|| Canvas::auto_scale(cost.width(), cost.height(), 1024));
         let started = Instant::now();
         let (mut picture, legend) =
-            field_picture(&cost, &integration, &flow, &a.goals, &a.layers, scale)?;
+            field_picture(&cost, integration, flow, &goals, &a.layers, scale)?;
         picture.legend(&legend);
         picture.save_png(path)?;
         outln!(
@@ -103,4 +210,13 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn describe(edit: &CostEdit) -> String {
+    match *edit {
+        CostEdit::Rect { min, max, cost } => {
+            format!("{},{},{},{},{cost}", min.x, min.y, max.x, max.y)
+        }
+        CostEdit::Cell { cell, cost } => format!("{},{},{cost}", cell.x, cell.y),
+    }
 }

@@ -192,9 +192,14 @@ fn bench_json_has_the_agreed_keys() {
         "bfs_ns",
         "pathfinding_dijkstra_all_ns",
         "timeslice_overhead",
+        "repair_speedup",
+        "moved_goal_speedup",
     ] {
         assert!(v.get(key).is_some(), "missing {key}");
     }
+    // A 4 x 4 building touches a few hundred cells of a 16,384-cell map: repair must win.
+    assert!(v["repair_speedup"].as_f64().unwrap() > 1.0, "{v}");
+    assert!(v["moved_goal_speedup"].as_f64().unwrap() > 0.0, "{v}");
     assert_eq!(v["map"], "builtin");
     assert_eq!(v["field_settled_cells"], v["walkable_cells"]);
     assert!(v["field_ns"].as_f64().unwrap() > 0.0);
@@ -505,4 +510,81 @@ fn sim_reports_the_agreed_keys_and_repeats_bit_for_bit() {
     }
     assert_eq!(frames, 1 + steps / 4);
     assert_eq!(v["gif_frames"].as_u64().unwrap() as usize, frames);
+}
+
+/// Run `horde field` and return (integration dump, flow dump).
+fn field_dumps(tag: &str, args: &[&str]) -> (String, String) {
+    let (ints, flows) = (tmp(&format!("{tag}-i.txt")), tmp(&format!("{tag}-f.txt")));
+    let mut all: Vec<&str> = vec!["field"];
+    all.extend_from_slice(args);
+    let (i, f) = (ints.display().to_string(), flows.display().to_string());
+    all.extend_from_slice(&["--dump-integration", &i, "--dump-flow", &f]);
+    let (code, out, err) = horde(&all);
+    assert_eq!(code, 0, "{out}{err}");
+    (
+        std::fs::read_to_string(ints).unwrap(),
+        std::fs::read_to_string(flows).unwrap(),
+    )
+}
+
+#[test]
+fn edited_and_moved_fields_equal_a_fresh_build_of_the_edited_map() {
+    use horde::{CostEdit, WALL};
+    let edits = [
+        "60,60,63,63,255",
+        "20,30,40,33,7",
+        "61,61,62,62,1",
+        "100,10,90,14,255",
+        "95,12,95,12,1",
+    ];
+    let mut map = horde::maps::demo_map();
+    for e in edits {
+        let n: Vec<u32> = e.split(',').map(|p| p.parse().unwrap()).collect();
+        let min = glam::UVec2::new(n[0].min(n[2]), n[1].min(n[3]));
+        let max = glam::UVec2::new(n[0].max(n[2]), n[1].max(n[3]));
+        let cost = n[4] as u8;
+        map.apply_edits(&[CostEdit::Rect { min, max, cost }]).unwrap();
+    }
+    assert_eq!(map.get(glam::UVec2::new(60, 60)), Some(WALL));
+    let file = tmp("edited.map");
+    std::fs::write(&file, horde::io::write_map(&map).unwrap()).unwrap();
+    let file = file.display().to_string();
+    let goal = (0..128)
+        .map(|x| glam::UVec2::new(x, 70))
+        .find(|&c| map.is_walkable(c) && map.is_walkable(c + glam::UVec2::X))
+        .unwrap();
+    let (gx, gy) = (goal.x.to_string(), goal.y.to_string());
+    let g = format!("{gx},{gy}");
+    let moved = format!("{},{gy}", goal.x + 1);
+    for model in ["10-14", "octile"] {
+        let mut args = vec!["builtin", "--goal", &g, "--model", model];
+        for e in &edits {
+            args.extend_from_slice(&["--edit", e]);
+        }
+        let repaired = field_dumps("edited", &args);
+        let fresh = field_dumps("fresh", &[&file, "--goal", &g, "--model", model]);
+        assert_eq!(repaired, fresh, "{model}: edits");
+        args.extend_from_slice(&["--move-goal", &moved]);
+        let repaired = field_dumps("moved", &args);
+        let fresh = field_dumps("fresh-moved", &[&file, "--goal", &moved, "--model", model]);
+        assert_eq!(repaired, fresh, "{model}: moved goal");
+    }
+}
+
+#[test]
+fn bad_edits_are_named_and_exit_non_zero() {
+    for (edit, says) in [
+        ("1,2,3,4", "X0,Y0,X1,Y1,COST"),
+        ("1,2,3,4,0", "cost 0"),
+        ("1,2,3,4,300", "cost 300"),
+        ("1,2,x,4,5", "'x'"),
+        ("120,120,130,130,255", "130"),
+    ] {
+        let (code, out, err) = horde(&["field", "builtin", "--goal", "64,64", "--edit", edit]);
+        assert_ne!(code, 0, "{edit}: {out}");
+        assert!(err.contains(says), "{edit}: {err}");
+    }
+    let (code, _, err) = horde(&["field", "builtin", "--goal", "64,64", "--move-goal", "500,1"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("500"), "{err}");
 }
