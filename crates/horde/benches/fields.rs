@@ -7,7 +7,10 @@ use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use glam::UVec2;
-use horde::{AStar, CostField, CostModel, Dir8, FlowField, IntegrationBuilder, IntegrationField};
+use horde::{
+    AStar, CostEdit, CostField, CostModel, Dir8, FieldRepairer, FlowField, IntegrationBuilder,
+    IntegrationField, LiveField, WALL,
+};
 
 fn central_walkable(cost: &CostField) -> UVec2 {
     let c = UVec2::new(cost.width() / 2, cost.height() / 2);
@@ -112,5 +115,50 @@ fn astar_vs_field(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, fields, astar_vs_field);
+/// Living maps on 1024 x 1024: a full rebuild (integration + flow) against repairing both after
+/// a 4 x 4 building goes up and comes down again, and against moving the goal by one cell.
+fn living(c: &mut Criterion) {
+    let mut group = c.benchmark_group("living_1024");
+    group.sample_size(10);
+    let mut cost = horde::maps::scattered_map(1024, 1024, horde::maps::DEMO_SEED).unwrap();
+    let goal = central_walkable(&cost);
+    let model = CostModel::TenFourteen;
+    let mut rep = FieldRepairer::new();
+    let mut live = LiveField::build(&cost, &[goal], model, &mut rep).unwrap();
+    group.bench_function("rebuild", |b| {
+        b.iter(|| LiveField::build(&cost, black_box(&[goal]), model, &mut rep).unwrap())
+    });
+    // An open 4 x 4 spot between the goal and the far corner.
+    let spot = (0..cost.grid().len())
+        .map(|i| cost.grid().cell(i))
+        .filter(|p| p.x > goal.x + 100 && p.y > goal.y + 100 && p.x < 1020 && p.y < 1020)
+        .find(|&p| {
+            (0..4).all(|dy| (0..4).all(|dx| cost.get(p + UVec2::new(dx, dy)) == Some(1)))
+        })
+        .unwrap();
+    let rect = |c| CostEdit::Rect {
+        min: spot,
+        max: spot + UVec2::splat(3),
+        cost: c,
+    };
+    group.bench_function("repair_building_up_and_down", |b| {
+        b.iter(|| {
+            for c in [WALL, 1] {
+                let changed = cost.apply_edits(&[rect(c)]).unwrap();
+                live.repair(&cost, &changed, &mut rep).unwrap();
+            }
+        })
+    });
+    let next = goal + UVec2::X;
+    group.bench_function("moved_goal_there_and_back", |b| {
+        b.iter(|| {
+            for g in [next, goal] {
+                live.move_goals(&cost, &[g], &mut rep).unwrap();
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, fields, astar_vs_field, living);
 criterion_main!(benches);
