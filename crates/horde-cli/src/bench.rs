@@ -219,7 +219,8 @@ pub fn measure_living(
         let min = UVec2::new(rng.random_range(0..=w - 4), rng.random_range(0..=h - 4));
         let max = min + UVec2::splat(3);
         let inside = |c: UVec2| c.cmpge(min).all() && c.cmple(max).all();
-        let open = (min.y..=max.y).all(|y| (min.x..=max.x).all(|x| map.costs()[(y * w + x) as usize] == 1));
+        let open = (min.y..=max.y)
+            .all(|y| (min.x..=max.x).all(|x| map.costs()[(y * w + x) as usize] == 1));
         if !open || inside(goal) || live.integration().get(min).is_none() {
             continue;
         }
@@ -522,7 +523,11 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     outln!(
         "moved goal          {:.1} µs per one-cell move{} ({:.2}x a rebuild's speed)",
         r.living.moved_goal_ns / 1e3,
-        if r.living.moved_goal_rebuilt { ", rebuilt" } else { "" },
+        if r.living.moved_goal_rebuilt {
+            ", rebuilt"
+        } else {
+            ""
+        },
         r.field_ns / r.living.moved_goal_ns
     );
     outln!(

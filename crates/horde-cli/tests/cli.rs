@@ -543,7 +543,8 @@ fn edited_and_moved_fields_equal_a_fresh_build_of_the_edited_map() {
         let min = glam::UVec2::new(n[0].min(n[2]), n[1].min(n[3]));
         let max = glam::UVec2::new(n[0].max(n[2]), n[1].max(n[3]));
         let cost = n[4] as u8;
-        map.apply_edits(&[CostEdit::Rect { min, max, cost }]).unwrap();
+        map.apply_edits(&[CostEdit::Rect { min, max, cost }])
+            .unwrap();
     }
     assert_eq!(map.get(glam::UVec2::new(60, 60)), Some(WALL));
     let file = tmp("edited.map");
@@ -584,7 +585,14 @@ fn bad_edits_are_named_and_exit_non_zero() {
         assert_ne!(code, 0, "{edit}: {out}");
         assert!(err.contains(says), "{edit}: {err}");
     }
-    let (code, _, err) = horde(&["field", "builtin", "--goal", "64,64", "--move-goal", "500,1"]);
+    let (code, _, err) = horde(&[
+        "field",
+        "builtin",
+        "--goal",
+        "64,64",
+        "--move-goal",
+        "500,1",
+    ]);
     assert_ne!(code, 0);
     assert!(err.contains("500"), "{err}");
 }

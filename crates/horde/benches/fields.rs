@@ -132,9 +132,7 @@ fn living(c: &mut Criterion) {
     let spot = (0..cost.grid().len())
         .map(|i| cost.grid().cell(i))
         .filter(|p| p.x > goal.x + 100 && p.y > goal.y + 100 && p.x < 1020 && p.y < 1020)
-        .find(|&p| {
-            (0..4).all(|dy| (0..4).all(|dx| cost.get(p + UVec2::new(dx, dy)) == Some(1)))
-        })
+        .find(|&p| (0..4).all(|dy| (0..4).all(|dx| cost.get(p + UVec2::new(dx, dy)) == Some(1))))
         .unwrap();
     let rect = |c| CostEdit::Rect {
         min: spot,

@@ -90,7 +90,8 @@ impl CoarseField {
             }
         }
         let (cw, ch) = (g.width().div_ceil(factor), g.height().div_ceil(factor));
-        let coarse_grid = Grid::new(cw, ch)?.with_world(g.origin(), g.cell_size() * factor as f32)?;
+        let coarse_grid =
+            Grid::new(cw, ch)?.with_world(g.origin(), g.cell_size() * factor as f32)?;
         let mut costs = vec![WALL; (cw * ch) as usize];
         let (w, h) = (g.width(), g.height());
         for cy in 0..ch {
@@ -269,20 +270,36 @@ impl CoarseField {
                 out.reached = true;
                 return out;
             }
-            if window_of != Some(here) {
+            // Keep following one local field through coarse cells that are not nearer the goal
+            // (a way round an obstacle), until the walk reaches one of its exits.
+            let coarse_value = |c: UVec2| self.integration.get(c).map_or(u64::MAX, |v| v as u64);
+            let keep = match window_of {
+                Some((_, true, v)) => coarse_value(here) >= v && scratch.value(out.end).is_finite(),
+                Some((c, false, _)) => c == here,
+                None => false,
+            };
+            if !keep {
                 // Entering a coarse cell for the fourth time is a loop: stop there.
                 let visits = scratch.visits.entry(here).or_insert(0);
                 *visits += 1;
                 if *visits > 3 {
                     return out;
                 }
-                self.refine(map, here, true, scratch);
-                if !scratch.value(out.end).is_finite() {
-                    // No nearer coarse cell is reachable within the window (the coarse map and
-                    // the real one disagree here): take any exit with a coarse value.
-                    self.refine(map, here, false, scratch);
+                // Exits into nearer coarse cells, looking further out when none is reachable
+                // nearby; as a last resort any exit with a coarse value (the coarse map and the
+                // real one disagree here).
+                let mut strict = false;
+                for reach in 1..=3 {
+                    self.refine(map, here, reach, true, scratch);
+                    if scratch.value(out.end).is_finite() {
+                        strict = true;
+                        break;
+                    }
                 }
-                window_of = Some(here);
+                if !strict {
+                    self.refine(map, here, 1, false, scratch);
+                }
+                window_of = Some((here, strict, coarse_value(here)));
             }
             let Some(dir) = scratch.step(map, out.end, model) else {
                 return out;
@@ -298,15 +315,23 @@ impl CoarseField {
         out
     }
 
-    /// Fill `scratch` with the local field of coarse cell `c`: map cells of `c` and its eight
-    /// neighbours, cells outside `c` starting from their coarse estimate, goal cells from 0.
-    fn refine(&self, map: &CostField, c: UVec2, strict: bool, scratch: &mut WindowScratch) {
+    /// Fill `scratch` with the local field of coarse cell `c`: map cells of the coarse cells
+    /// within `reach` of `c`, cells outside `c` starting from their coarse estimate (only in
+    /// coarse cells nearer the goal than `c` if `strict`), goal cells from 0.
+    fn refine(
+        &self,
+        map: &CostField,
+        c: UVec2,
+        reach: u32,
+        strict: bool,
+        scratch: &mut WindowScratch,
+    ) {
         let f = self.factor;
         let (w, h) = (map.width(), map.height());
-        let x0 = c.x.saturating_sub(1) * f;
-        let y0 = c.y.saturating_sub(1) * f;
-        let x1 = ((c.x + 2) * f).min(w);
-        let y1 = ((c.y + 2) * f).min(h);
+        let x0 = c.x.saturating_sub(reach) * f;
+        let y0 = c.y.saturating_sub(reach) * f;
+        let x1 = ((c.x + reach + 1) * f).min(w);
+        let y1 = ((c.y + reach + 1) * f).min(h);
         scratch.origin = UVec2::new(x0, y0);
         scratch.size = UVec2::new(x1 - x0, y1 - y0);
         let n = (scratch.size.x * scratch.size.y) as usize;
@@ -492,7 +517,10 @@ mod tests {
         for cell in [UVec2::new(60, 3), UVec2::new(40, 40), UVec2::new(12, 10)] {
             let est = coarse.estimate(cell.as_vec2() + Vec2::splat(0.5)).unwrap();
             let exact = fine.get(cell).unwrap() as f32;
-            assert!((est - exact).abs() < 0.15 * exact + 60.0, "{cell}: {est} vs {exact}");
+            assert!(
+                (est - exact).abs() < 0.15 * exact + 60.0,
+                "{cell}: {est} vs {exact}"
+            );
         }
     }
 }

@@ -235,14 +235,16 @@ impl LiveField {
     /// ```
     /// use glam::UVec2;
     /// use horde::{CostEdit, CostField, CostModel, FieldRepairer, Grid, IntegrationBuilder, LiveField, WALL};
-    /// let mut cost = CostField::new(Grid::new(32, 32).unwrap());
+    /// let mut cost = CostField::new(Grid::new(128, 128).unwrap());
+    /// let goal = UVec2::new(2, 64);
     /// let mut repairer = FieldRepairer::new();
-    /// let mut field = LiveField::build(&cost, &[UVec2::new(1, 1)], CostModel::TenFourteen, &mut repairer).unwrap();
-    /// // A 4 × 4 building goes up; only the cells it shadows change.
-    /// let changed = cost.apply_edits(&[CostEdit::Rect { min: UVec2::new(10, 10), max: UVec2::new(13, 13), cost: WALL }]).unwrap();
+    /// let mut field = LiveField::build(&cost, &[goal], CostModel::TenFourteen, &mut repairer).unwrap();
+    /// // A 4 × 4 building goes up: only the cells in its shadow change.
+    /// let building = CostEdit::Rect { min: UVec2::new(60, 20), max: UVec2::new(63, 23), cost: WALL };
+    /// let changed = cost.apply_edits(&[building]).unwrap();
     /// let stats = field.repair(&cost, &changed, &mut repairer).unwrap();
-    /// assert!(stats.relabelled < 32 * 32 / 4);
-    /// let fresh = IntegrationBuilder::new().build(&cost, &[UVec2::new(1, 1)], CostModel::TenFourteen).unwrap();
+    /// assert!(!stats.rebuilt && stats.relabelled < 128 * 128 / 10);
+    /// let fresh = IntegrationBuilder::new().build(&cost, &[goal], CostModel::TenFourteen).unwrap();
     /// assert_eq!(field.integration(), &fresh);
     /// ```
     pub fn build(
@@ -615,7 +617,11 @@ impl LiveField {
     fn clear(&mut self, cost: &CostField) {
         self.integration.values.fill(UNREACHABLE);
         for (f, &c) in self.flow.cells.iter_mut().zip(cost.costs()) {
-            *f = if c == WALL { FLOW_WALL } else { FLOW_UNREACHABLE };
+            *f = if c == WALL {
+                FLOW_WALL
+            } else {
+                FLOW_UNREACHABLE
+            };
         }
     }
 }
@@ -862,10 +868,7 @@ impl FieldCache {
 
     /// The cached live field for `key`, if it is cached.
     pub fn field(&self, key: FieldKey) -> Option<&LiveField> {
-        self.entries
-            .iter()
-            .find(|e| e.key == key)
-            .map(|e| &e.field)
+        self.entries.iter().find(|e| e.key == key).map(|e| &e.field)
     }
 
     /// Drop one field.

@@ -75,7 +75,13 @@ fn coarse_fields_lose_little_on_open_maps() {
             );
             // Open maps: coarse fields work. Maps of narrow corridors and one-cell doors (mazes,
             // rooms, brc202d) lose connectivity at coarse resolution: use full fields there.
-            let open = ["arena", "den520d", "AcrosstheCape", "Berlin_0_256", "Boston_0_256"];
+            let open = [
+                "arena",
+                "den520d",
+                "AcrosstheCape",
+                "Berlin_0_256",
+                "Boston_0_256",
+            ];
             if open.contains(&name) {
                 assert!(reached >= 0.95, "{name} x{factor}: reached {reached}");
                 assert!(mean <= 0.08, "{name} x{factor}: mean extra {mean}");

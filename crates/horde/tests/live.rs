@@ -187,7 +187,10 @@ fn a_building_in_open_ground_repairs_only_its_shadow() {
     let stats = field.repair(&cost, &changed, &mut rep).unwrap();
     assert!(!stats.rebuilt);
     // The cells behind the building (away from the goal) change; nothing in front of it does.
-    assert!(stats.relabelled > 0 && stats.relabelled < 200 * 200 / 20, "{stats:?}");
+    assert!(
+        stats.relabelled > 0 && stats.relabelled < 200 * 200 / 20,
+        "{stats:?}"
+    );
     assert_fresh(&cost, &[goal], CostModel::TenFourteen, &field);
     // Taking it down again restores the open-ground field exactly.
     let removal = [CostEdit::Rect {
@@ -214,9 +217,18 @@ fn a_walled_in_goal_leads_nowhere_until_it_is_opened() {
         }])
         .unwrap();
     field.repair(&cost, &on, &mut rep).unwrap();
-    assert!(field.integration().values().iter().all(|&v| v == UNREACHABLE));
+    assert!(
+        field
+            .integration()
+            .values()
+            .iter()
+            .all(|&v| v == UNREACHABLE)
+    );
     let off = cost
-        .apply_edits(&[CostEdit::Cell { cell: goal, cost: 3 }])
+        .apply_edits(&[CostEdit::Cell {
+            cell: goal,
+            cost: 3,
+        }])
         .unwrap();
     field.repair(&cost, &off, &mut rep).unwrap();
     assert_fresh(&cost, &[goal], CostModel::Octile, &field);
