@@ -16,6 +16,8 @@ use thiserror::Error;
 use crate::cost::{CostField, CostModel, WALL};
 use crate::grid::{Grid, GridError};
 
+mod sweep;
+
 /// Integration value of a wall or of a walkable cell from which no goal can be reached.
 pub const UNREACHABLE: u32 = u32::MAX;
 
@@ -180,6 +182,8 @@ pub struct IntegrationBuilder {
     built: bool,
     wave: WaveState,
     grid: Option<Grid>,
+    sweep: sweep::SweepScratch,
+    no_sweep: bool,
 }
 
 /// Where a wave stands, so that it can stop after any cell and go on later.
@@ -286,9 +290,44 @@ impl IntegrationBuilder {
     ) -> Result<WaveStats, IntegrationError> {
         let grid = *cost.grid();
         same_size(out, &grid)?;
+        if !self.no_sweep {
+            if goals.is_empty() {
+                return Err(IntegrationError::NoGoals);
+            }
+            let pw = grid.width() as usize + 2;
+            let mut padded = Vec::with_capacity(goals.len());
+            for &g in goals {
+                let i = grid.index(g).map_err(IntegrationError::GoalOutside)?;
+                if cost.costs()[i] == WALL {
+                    return Err(IntegrationError::GoalOnWall { x: g.x, y: g.y });
+                }
+                padded.push((0, ((g.y as usize + 1) * pw + g.x as usize + 1) as u32));
+            }
+            self.built = false;
+            self.wave.active = false;
+            if let Some(stats) = self.try_sweep(cost, &padded, model) {
+                let w = self.width;
+                for (y, row) in out.values.chunks_exact_mut(w).enumerate() {
+                    let src = (y + 1) * pw + 1;
+                    row.copy_from_slice(&self.dist[src..src + w]);
+                }
+                out.model = model;
+                out.grid = grid;
+                self.grid = Some(grid);
+                self.built = true;
+                return Ok(stats);
+            }
+        }
         self.start(cost, goals, model)?;
         self.advance(usize::MAX)?;
         self.finish_into(out)
+    }
+
+    /// Turn the row sweeps of [`build_into`](Self::build_into) off (`false`) or back on: with
+    /// them off every build runs the Dijkstra wave. The fields are identical either way; this
+    /// exists to compare the two.
+    pub fn set_sweeps(&mut self, on: bool) {
+        self.no_sweep = !on;
     }
 
     /// Begin a time-sliced build: check the goals and seed the wave, without settling any cell.
