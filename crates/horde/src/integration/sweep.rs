@@ -1,14 +1,15 @@
-//! The integration field by row sweeps: repeated top-down and bottom-up passes over the rows, each
-//! row first taking the best of its three neighbours in the row before it (no dependency between
-//! cells: the compiler vectorises it) and then two scans along the row, until a whole round
-//! changes nothing. Values only ever decrease and are always costs of real paths, so the fixed
-//! point is the shortest-path field — the same values the Dijkstra wave finds, and the same flow.
+//! The integration field by row sweeps: alternate top-down and bottom-up passes over the rows,
+//! each row first taking the best of its three neighbours in the row before it (no dependency
+//! between the cells of a row: the compiler vectorises it) and then scanning along itself both
+//! ways. Values only ever decrease and are always costs of real paths, so the fixed point is the
+//! shortest-path field: the same values as the Dijkstra wave, hence the same flow.
 //!
-//! On open maps a few rounds reach the fixed point, and rows that did not change since they were
-//! last swept (and whose neighbour row did not either) are skipped, so this costs a few
-//! streaming passes instead of a priority queue's random accesses. Maps where shortest paths
-//! wind back and forth (mazes, rooms with doors) need many rounds: after the first rounds the
-//! builder measures how much is still changing and hands such maps to the wave instead.
+//! Only what can change is swept: each row keeps, per direction, the span of columns where the
+//! row before it changed, and a scan along a row stops where cells stop improving. On open maps
+//! this settles in a few streaming passes, with no queue and no random access. Maps whose shortest
+//! paths wind back and forth (mazes, rooms joined by one-cell doors) need many passes: when the
+//! work passes a budget, the map goes to the wave, and the next builds of that size go straight
+//! there.
 
 use super::{IntegrationBuilder, UNREACHABLE, WaveStats};
 use crate::cost::{CostField, CostModel, WALL};
@@ -17,93 +18,114 @@ use crate::cost::{CostField, CostModel, WALL};
 const INF: u32 = (1 << 31) - 1;
 /// The step price of a wall: a wall's candidates all exceed `INF`, so it keeps `INF`.
 const WALL_STEP: u32 = 1 << 31;
-/// Rounds after which a map still changing a lot goes to the wave.
-const PROBE_ROUNDS: usize = 3;
-/// Hard cap on rounds.
-const MAX_ROUNDS: usize = 24;
+/// Work (columns swept, in units of the map's cells) after which the sweeps hand the map to the
+/// wave. Open maps settle within about 4 (the built-in map 2.1, the 1024 x 1024 map 4.0, the
+/// Moving AI city and game maps 0.9-4.0); mazes and rooms joined by one-cell doors take 9-15,
+/// where the wave is cheaper. Stopping at 6 costs at most about twice the better of the two.
+const MAX_WORK: u64 = 6;
+/// After a map was handed to the wave, the next builds of the same size go straight to the wave,
+/// and the sweeps are tried again only after this many.
+const RETRY_AFTER: u32 = 16;
 
-/// Per-build scratch of the sweeps (8 bytes per padded cell: the straight and diagonal step
-/// prices of each cell, walls marked) and per-row bookkeeping.
+/// An interval of columns (padded x), empty when `lo > hi`.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    lo: u32,
+    hi: u32,
+}
+
+const EMPTY: Span = Span {
+    lo: u32::MAX,
+    hi: 0,
+};
+
+impl Span {
+    fn add(&mut self, lo: u32, hi: u32) {
+        self.lo = self.lo.min(lo);
+        self.hi = self.hi.max(hi);
+    }
+}
+
+/// Per-build scratch of the sweeps: the straight and diagonal step prices of each cell (walls
+/// marked), 8 bytes per padded cell; per row, the columns each direction's next pass must look
+/// at; a row of candidates.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct SweepScratch {
     straight: Vec<u32>,
     diagonal: Vec<u32>,
-    /// Time (row-pass counter) each row last changed.
-    changed_at: Vec<u64>,
-    /// Time each row was last swept, per direction (0 top-down, 1 bottom-up).
-    swept_at: [Vec<u64>; 2],
-}
-
-/// What one round found.
-struct Round {
-    changed_cells: u64,
+    /// Columns of each row whose neighbour row changed there, per pass direction (0 top-down:
+    /// the row above changed; 1 bottom-up: the row below changed).
+    need: [Vec<Span>; 2],
+    candidates: Vec<u32>,
+    /// Builds left to send straight to the wave, and the map size that earned it.
+    skip: u32,
+    skip_size: (usize, usize),
 }
 
 impl IntegrationBuilder {
-    /// Try the sweeps for `goals` (all on walkable cells of `cost`). On success the padded
-    /// `dist` holds the finished field (walls and unreachable cells `UNREACHABLE`) and the
-    /// number of reachable cells is returned; `None` means the map was handed back (too winding,
-    /// or values too large for the sweep's range) and the wave must build it.
+    /// Build by sweeps for `goals` (value, padded cell), all on walkable cells of `cost`. On
+    /// success the padded `dist` holds the finished field (walls and unreachable cells
+    /// `UNREACHABLE`) and the number of reachable cells is returned; `None` means the map was
+    /// handed back (too winding, or values too large for the sweep's range) and the wave must
+    /// build it.
     pub(crate) fn try_sweep(
         &mut self,
         cost: &CostField,
         goals: &[(u32, u32)],
         model: CostModel,
     ) -> Option<WaveStats> {
+        let size = (cost.width() as usize + 2, cost.height() as usize);
+        if self.sweep.skip > 0 && self.sweep.skip_size == size {
+            self.sweep.skip -= 1;
+            return None;
+        }
         self.prepare(cost, model);
         let pw = self.padded_width;
         let h = self.height;
         let (s, g) = (model.straight(), model.diagonal());
         let sc = &mut self.sweep;
         sc.straight.clear();
-        sc.straight.extend(self.costs.iter().map(|&t| {
-            if t == WALL {
-                WALL_STEP
-            } else {
-                s * t as u32
-            }
-        }));
+        sc.straight.extend(
+            self.costs
+                .iter()
+                .map(|&t| if t == WALL { WALL_STEP } else { s * t as u32 }),
+        );
         sc.diagonal.clear();
-        sc.diagonal.extend(self.costs.iter().map(|&t| {
-            if t == WALL {
-                WALL_STEP
-            } else {
-                g * t as u32
-            }
-        }));
+        sc.diagonal.extend(
+            self.costs
+                .iter()
+                .map(|&t| if t == WALL { WALL_STEP } else { g * t as u32 }),
+        );
         let rows = h + 2;
-        sc.changed_at.clear();
-        sc.changed_at.resize(rows, 0);
-        for dir in &mut sc.swept_at {
+        for dir in &mut sc.need {
             dir.clear();
-            dir.resize(rows, 0);
+            dir.resize(rows, EMPTY);
         }
+        sc.candidates.clear();
+        sc.candidates.resize(pw, INF);
         let dist = &mut self.dist;
         dist.fill(INF);
-        for &(_, c) in goals {
-            dist[c as usize] = 0;
-            sc.changed_at[c as usize / pw] = 1;
+        for &(v, c) in goals {
+            let c = c as usize;
+            dist[c] = dist[c].min(v);
         }
-        let mut time = 2u64;
-        let mut first = 0u64;
-        let mut rounds = 0;
+        for &(_, c) in goals {
+            let (y, x) = (c as usize / pw, (c as usize % pw) as u32);
+            let row = &mut dist[y * pw..(y + 1) * pw];
+            let span = scan(row, &sc.straight[y * pw..(y + 1) * pw], x, x);
+            spread(sc, y, h, span);
+        }
+        let mut work = 0u64;
+        let budget = MAX_WORK * dist.len() as u64;
         loop {
-            rounds += 1;
-            let down = sweep_rows(dist, sc, pw, h, false, &mut time);
-            let up = sweep_rows(dist, sc, pw, h, true, &mut time);
-            let changed = down.changed_cells + up.changed_cells;
-            if std::env::var_os("HORDE_SWEEP_DEBUG").is_some() {
-                eprintln!("round {rounds}: changed {changed}");
-            }
-            if changed == 0 {
+            let down = sweep_rows(dist, sc, pw, h, false, &mut work);
+            let up = sweep_rows(dist, sc, pw, h, true, &mut work);
+            if down + up == 0 {
                 break;
             }
-            if rounds == 1 {
-                first = changed;
-            }
-            // A map whose later rounds still rewrite a large share of what the first round
-            // found is winding: the wave is cheaper there.
-            if (rounds >= PROBE_ROUNDS && changed * 8 > first) || rounds >= MAX_ROUNDS {
+            if work > budget {
+                sc.skip = RETRY_AFTER;
+                sc.skip_size = (pw, h);
                 return None;
             }
         }
@@ -123,42 +145,59 @@ impl IntegrationBuilder {
     }
 }
 
-/// One pass over all rows (top-down, or bottom-up), skipping rows with nothing new.
+/// Row `y` changed in columns `span`: the rows above and below must look there.
+fn spread(sc: &mut SweepScratch, y: usize, h: usize, span: Span) {
+    if span.lo > span.hi {
+        return;
+    }
+    if y < h {
+        sc.need[0][y + 1].add(span.lo - 1, span.hi + 1);
+    }
+    if y > 1 {
+        sc.need[1][y - 1].add(span.lo - 1, span.hi + 1);
+    }
+}
+
+/// One pass over the rows (top-down, or bottom-up); returns the rows that changed.
 fn sweep_rows(
     dist: &mut [u32],
     sc: &mut SweepScratch,
     pw: usize,
     h: usize,
     upward: bool,
-    time: &mut u64,
-) -> Round {
+    work: &mut u64,
+) -> usize {
     let dir = upward as usize;
-    let mut changed_cells = 0;
+    let mut changed_rows = 0;
     for k in 0..h {
         let y = if upward { h - k } else { k + 1 };
         let pred = if upward { y + 1 } else { y - 1 };
-        let last = sc.swept_at[dir][y];
-        if sc.changed_at[y] <= last && sc.changed_at[pred] <= last {
+        let need = std::mem::replace(&mut sc.need[dir][y], EMPTY);
+        if need.lo > need.hi {
             continue;
         }
-        *time += 1;
-        sc.swept_at[dir][y] = *time;
+        let lo = need.lo.max(1) as usize;
+        let hi = need.hi.min(pw as u32 - 2) as usize;
+        *work += (hi + 1 - lo) as u64;
         let (cur, prev) = rows_mut(dist, y, pred, pw);
-        let r = y * pw..(y + 1) * pw;
-        let p = pred * pw..(pred + 1) * pw;
-        let n = row_pass(
+        let r = y * pw;
+        let p = pred * pw;
+        let span = row_pass(
             cur,
             prev,
-            &sc.straight[r.clone()],
-            &sc.straight[p],
-            &sc.diagonal[r],
+            &sc.straight[r..r + pw],
+            &sc.straight[p..p + pw],
+            &sc.diagonal[r..r + pw],
+            &mut sc.candidates,
+            lo,
+            hi,
         );
-        if n > 0 {
-            sc.changed_at[y] = *time;
-            changed_cells += n;
+        if span.lo <= span.hi {
+            changed_rows += 1;
+            spread(sc, y, h, span);
         }
     }
-    Round { changed_cells }
+    changed_rows
 }
 
 /// The row `y` mutably and the row `pred` (y ± 1) shared.
@@ -172,62 +211,225 @@ fn rows_mut(dist: &mut [u32], y: usize, pred: usize, pw: usize) -> (&mut [u32], 
     }
 }
 
-/// One row: the three neighbours in the row before, then both scans along the row. Returns the
-/// number of cells that improved.
+/// One row over columns `lo..=hi`: the three neighbours in the row before, then the scans along
+/// the row from the cells that improved. Returns the columns that changed.
+#[allow(clippy::too_many_arguments)]
 #[inline]
-fn row_pass(cur: &mut [u32], prev: &[u32], st: &[u32], pst: &[u32], dg: &[u32]) -> u64 {
+fn row_pass(
+    cur: &mut [u32],
+    prev: &[u32],
+    st: &[u32],
+    pst: &[u32],
+    dg: &[u32],
+    cand: &mut [u32],
+    lo: usize,
+    hi: usize,
+) -> Span {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above), the only requirement of a
             // `#[target_feature(enable = "avx2")]` function; the function itself is safe code.
-            return unsafe { row_pass_avx2(cur, prev, st, pst, dg) };
+            unsafe { candidates_avx2(prev, st, pst, dg, cand, lo, hi) };
+            return settle(cur, st, cand, lo, hi);
         }
     }
-    row_pass_generic(cur, prev, st, pst, dg)
+    candidates(prev, st, pst, dg, cand, lo, hi);
+    settle(cur, st, cand, lo, hi)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn row_pass_avx2(cur: &mut [u32], prev: &[u32], st: &[u32], pst: &[u32], dg: &[u32]) -> u64 {
-    row_pass_generic(cur, prev, st, pst, dg)
+fn candidates_avx2(
+    prev: &[u32],
+    st: &[u32],
+    pst: &[u32],
+    dg: &[u32],
+    cand: &mut [u32],
+    lo: usize,
+    hi: usize,
+) {
+    candidates(prev, st, pst, dg, cand, lo, hi)
 }
 
+/// The best value each cell of `lo..=hi` gets from the row before. No dependency between cells
+/// (the compiler vectorises it). A diagonal needs both cells it passes between to be walkable
+/// (the corner rule); a wall's step price marks it.
 #[inline(always)]
-fn row_pass_generic(cur: &mut [u32], prev: &[u32], st: &[u32], pst: &[u32], dg: &[u32]) -> u64 {
-    let pw = cur.len();
-    let (prev, st, pst, dg) = (&prev[..pw], &st[..pw], &pst[..pw], &dg[..pw]);
-    let mut improved = 0u32;
-    // From the row before: no dependency between the cells of this row. A diagonal needs both
-    // cells it passes between to be walkable (the corner rule); a wall's step price marks it.
-    for x in 1..pw - 1 {
-        let n_ok = pst[x] != WALL_STEP;
-        let w_ok = st[x - 1] != WALL_STEP;
-        let e_ok = st[x + 1] != WALL_STEP;
-        let a = prev[x] + st[x];
-        let b = if n_ok & w_ok { prev[x - 1] + dg[x] } else { INF };
-        let c = if n_ok & e_ok { prev[x + 1] + dg[x] } else { INF };
-        let old = cur[x];
-        let new = old.min(a.min(b).min(c));
-        improved += (new != old) as u32;
-        cur[x] = new;
+fn candidates(
+    prev: &[u32],
+    st: &[u32],
+    pst: &[u32],
+    dg: &[u32],
+    cand: &mut [u32],
+    lo: usize,
+    hi: usize,
+) {
+    let n = hi + 1 - lo;
+    let (pl, pc, pr) = (&prev[lo - 1..][..n], &prev[lo..][..n], &prev[lo + 1..][..n]);
+    let (sl, sc, sr) = (&st[lo - 1..][..n], &st[lo..][..n], &st[lo + 1..][..n]);
+    let (pst, dg, out) = (&pst[lo..][..n], &dg[lo..][..n], &mut cand[lo..][..n]);
+    for i in 0..n {
+        let n_ok = pst[i] != WALL_STEP;
+        let a = pc[i] + sc[i];
+        let b = if n_ok & (sl[i] != WALL_STEP) {
+            pl[i] + dg[i]
+        } else {
+            INF
+        };
+        let c = if n_ok & (sr[i] != WALL_STEP) {
+            pr[i] + dg[i]
+        } else {
+            INF
+        };
+        out[i] = a.min(b).min(c);
     }
-    // Along the row, both ways. The borders hold INF.
-    let mut carry = cur[0];
-    for x in 1..pw - 1 {
-        let old = cur[x];
-        let new = old.min(carry + st[x]);
-        improved += (new != old) as u32;
-        cur[x] = new;
-        carry = new;
+}
+
+/// Take the candidates that improve, then scan along the row from them both ways until nothing
+/// improves. Returns the columns that changed.
+#[inline]
+fn settle(cur: &mut [u32], st: &[u32], cand: &[u32], lo: usize, hi: usize) -> Span {
+    let mut first = usize::MAX;
+    let mut last = 0;
+    for x in lo..=hi {
+        if cand[x] < cur[x] {
+            cur[x] = cand[x];
+            first = first.min(x);
+            last = x;
+        }
     }
-    let mut carry = cur[pw - 1];
-    for x in (1..pw - 1).rev() {
-        let old = cur[x];
-        let new = old.min(carry + st[x]);
-        improved += (new != old) as u32;
-        cur[x] = new;
-        carry = new;
+    if first > last {
+        return EMPTY;
     }
-    improved as u64
+    scan(cur, st, first as u32, last as u32)
+}
+
+/// Scans along a row from the improved columns `lo..=hi`, both ways, each as far as cells keep
+/// improving (the row was consistent along itself before). Returns the columns that changed,
+/// `lo..=hi` included.
+#[inline]
+fn scan(cur: &mut [u32], st: &[u32], lo: u32, hi: u32) -> Span {
+    let (lo, hi) = (lo as usize, hi as usize);
+    let end = cur.len() - 1;
+    let mut right = hi;
+    let mut carry = cur[lo];
+    let mut x = lo + 1;
+    while x < end {
+        let v = carry + st[x];
+        if v < cur[x] {
+            cur[x] = v;
+            right = right.max(x);
+        } else if x > hi {
+            break;
+        }
+        carry = cur[x];
+        x += 1;
+    }
+    let mut left = lo;
+    let mut carry = cur[right];
+    let mut x = right;
+    while x > 1 {
+        x -= 1;
+        let v = carry + st[x];
+        if v < cur[x] {
+            cur[x] = v;
+            left = left.min(x);
+        } else if x < lo {
+            break;
+        }
+        carry = cur[x];
+    }
+    Span {
+        lo: left as u32,
+        hi: right as u32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows of random values, step prices and walls, with a wall border as in the builder.
+    fn random_rows(seed: u64, n: usize) -> [Vec<u32>; 4] {
+        let mut s = seed | 1;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mut prev = vec![INF; n];
+        let mut st = vec![WALL_STEP; n];
+        let mut pst = vec![WALL_STEP; n];
+        let mut dg = vec![WALL_STEP; n];
+        for x in 1..n - 1 {
+            let r = next();
+            prev[x] = if r % 5 == 0 {
+                INF
+            } else {
+                (r >> 8) as u32 % 100_000
+            };
+            if r % 7 != 0 {
+                let t = 1 + (r >> 40) as u32 % 254;
+                st[x] = 10 * t;
+                dg[x] = 14 * t;
+            }
+            if r % 11 != 0 {
+                pst[x] = 10;
+            }
+        }
+        [prev, st, pst, dg]
+    }
+
+    #[test]
+    fn vectorised_and_plain_candidates_agree() {
+        for seed in 0..200 {
+            let n = 3 + seed as usize * 7 % 300;
+            let [prev, st, pst, dg] = random_rows(seed, n);
+            let mut plain = vec![INF; n];
+            candidates(&prev, &st, &pst, &dg, &mut plain, 1, n - 2);
+            // Walls never get a value below INF, whatever their neighbours hold.
+            for x in 1..n - 1 {
+                if st[x] == WALL_STEP {
+                    assert!(plain[x] >= INF);
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                let mut wide = vec![INF; n];
+                // SAFETY: AVX2 is present (checked above).
+                unsafe { candidates_avx2(&prev, &st, &pst, &dg, &mut wide, 1, n - 2) };
+                assert_eq!(plain, wide, "seed {seed}");
+            }
+        }
+    }
+
+    #[test]
+    fn scans_stop_where_cells_stop_improving_and_agree_with_a_full_scan() {
+        for seed in 0..200 {
+            let n = 3 + seed as usize * 13 % 200;
+            let [_, st, _, _] = random_rows(seed, n);
+            // A row consistent along itself: values from one source at each end.
+            let mut row = vec![INF; n];
+            row[1] = 0;
+            scan(&mut row, &st, 1, 1);
+            let before = row.clone();
+            // Improve one cell, then settle from it; a full scan from the start must agree.
+            let x = 1 + seed as usize % (n - 2);
+            if st[x] == WALL_STEP {
+                continue;
+            }
+            row[x] = row[x].min(3);
+            let mut full = row.clone();
+            let span = scan(&mut row, &st, x as u32, x as u32);
+            scan(&mut full, &st, 1, (n - 2) as u32);
+            assert_eq!(row, full, "seed {seed}");
+            for (i, (&a, &b)) in row.iter().zip(&before).enumerate() {
+                if a != b {
+                    assert!((span.lo as usize..=span.hi as usize).contains(&i));
+                }
+            }
+        }
+    }
 }
