@@ -1,6 +1,13 @@
 //! The second layer: the cost from every cell to the nearest goal, filled by one Dijkstra wave
 //! that starts at the goals.
 //!
+//! Two exact algorithms fill it, and give identical fields. On most maps, **row sweeps**: passes
+//! down and up the rows, each row taking the best of the row before it (vectorised) and then
+//! scanning along itself, repeated only where something changed (see the `sweep` submodule):
+//! 2-3 times faster than the wave on open maps. Maps whose shortest paths wind back and forth
+//! (mazes, rooms joined by one-cell doors) go to the **wave** once the sweeps' work passes a
+//! budget.
+//!
 //! The wave is a bucket queue (Dial's algorithm with buckets as wide as the largest power of
 //! two not above the cheapest step). Every entry of one bucket is final when the bucket is
 //! reached, because no step from it can land in the same bucket, so a bucket is drained in any
@@ -167,9 +174,11 @@ pub struct WaveStats {
 
 /// Reusable scratch memory for building integration (and then flow) fields.
 ///
-/// Memory: 5 bytes per cell of the padded grid `(width + 2) × (height + 2)` (a copy of the costs
-/// with a wall border, so the wave needs no bounds tests, and the working distances), plus the
-/// bucket queue, whose entries are 4 bytes and never exceed the number of cells pending at once.
+/// Memory: 13 bytes per cell of the padded grid `(width + 2) × (height + 2)`: a copy of the costs
+/// with a wall border (so no loop needs bounds tests), the working distances (4), and the
+/// straight and diagonal step price of every cell for the sweeps (8); plus 16 bytes per row for
+/// the sweeps' bookkeeping and the wave's bucket queue, whose entries are 4 bytes and never
+/// exceed the number of cells pending at once.
 #[derive(Debug, Default, Clone)]
 pub struct IntegrationBuilder {
     pub(crate) padded_width: usize,
@@ -207,6 +216,8 @@ struct WaveState {
     draining: bool,
     /// Every walkable cell costs 1.
     uniform: bool,
+    /// The build runs as row sweeps (see `sweep`), not (yet) as the wave.
+    sweeping: bool,
     /// Seeds as (value, padded cell), sorted; each joins the wave when it reaches its bucket.
     seeds: Vec<(u32, u32)>,
     next_seed: usize,
@@ -217,7 +228,8 @@ struct WaveState {
 pub enum BuildProgress {
     /// More cells to settle; call [`IntegrationBuilder::advance`] again.
     Running {
-        /// Cells settled so far.
+        /// Work done so far: cells settled by the wave, or cells visited by the row sweeps (a
+        /// winding map that the sweeps hand to the wave starts this count again).
         settled: usize,
     },
     /// Every reachable cell is settled; call [`IntegrationBuilder::finish_into`].
@@ -290,42 +302,13 @@ impl IntegrationBuilder {
     ) -> Result<WaveStats, IntegrationError> {
         let grid = *cost.grid();
         same_size(out, &grid)?;
-        if !self.no_sweep {
-            if goals.is_empty() {
-                return Err(IntegrationError::NoGoals);
-            }
-            let pw = grid.width() as usize + 2;
-            let mut padded = Vec::with_capacity(goals.len());
-            for &g in goals {
-                let i = grid.index(g).map_err(IntegrationError::GoalOutside)?;
-                if cost.costs()[i] == WALL {
-                    return Err(IntegrationError::GoalOnWall { x: g.x, y: g.y });
-                }
-                padded.push((0, ((g.y as usize + 1) * pw + g.x as usize + 1) as u32));
-            }
-            self.built = false;
-            self.wave.active = false;
-            if let Some(stats) = self.try_sweep(cost, &padded, model) {
-                let w = self.width;
-                for (y, row) in out.values.chunks_exact_mut(w).enumerate() {
-                    let src = (y + 1) * pw + 1;
-                    row.copy_from_slice(&self.dist[src..src + w]);
-                }
-                out.model = model;
-                out.grid = grid;
-                self.grid = Some(grid);
-                self.built = true;
-                return Ok(stats);
-            }
-        }
         self.start(cost, goals, model)?;
         self.advance(usize::MAX)?;
         self.finish_into(out)
     }
 
-    /// Turn the row sweeps of [`build_into`](Self::build_into) off (`false`) or back on: with
-    /// them off every build runs the Dijkstra wave. The fields are identical either way; this
-    /// exists to compare the two.
+    /// Turn the row sweeps off (`false`) or back on: with them off every build runs the
+    /// Dijkstra wave. The fields are identical either way; this exists to compare the two.
     pub fn set_sweeps(&mut self, on: bool) {
         self.no_sweep = !on;
     }
@@ -422,18 +405,49 @@ impl IntegrationBuilder {
                 .map(|&(g, v)| (v, ((g.y as usize + 1) * pw + g.x as usize + 1) as u32)),
         );
         padded.sort_unstable();
-        self.seed(padded, cost.max_walkable_cost());
+        let max_terrain = cost.max_walkable_cost();
+        if !self.no_sweep && self.sweep_begin(&padded, model) {
+            self.seed(padded, max_terrain);
+            self.wave.sweeping = true;
+        } else {
+            self.seed(padded, max_terrain);
+        }
         Ok(())
     }
 
-    /// Settle at most `max_cells` more cells of the build begun by [`start`](Self::start).
-    /// O(cells settled) plus the empty buckets passed over.
+    /// Do about `max_cells` more cells of work on the build begun by [`start`](Self::start): the
+    /// wave settles exactly that many cells; the row sweeps stop at the end of the row that
+    /// reaches it. O(max_cells).
     pub fn advance(&mut self, max_cells: usize) -> Result<BuildProgress, IntegrationError> {
         if !self.wave.active {
             return Err(IntegrationError::NotFinished);
         }
-        if !self.wave.done {
-            match self.run(max_cells) {
+        let mut budget = max_cells;
+        if !self.wave.done && self.wave.sweeping {
+            let before = self.sweep.cursor_work();
+            match self.sweep_run(budget, self.model) {
+                sweep::SweepOutcome::Done(reachable) => {
+                    self.wave.done = true;
+                    self.wave.settled = reachable;
+                }
+                sweep::SweepOutcome::Running => {
+                    self.wave.settled = self.sweep.cursor_work() as usize;
+                    return Ok(BuildProgress::Running {
+                        settled: self.wave.settled,
+                    });
+                }
+                sweep::SweepOutcome::HandOver => {
+                    // The wave starts over from the seeds on its own conventions.
+                    let spent = (self.sweep.cursor_work() - before) as usize;
+                    budget = budget.saturating_sub(spent);
+                    self.reset_wave_distances();
+                    self.wave.sweeping = false;
+                    self.wave.settled = 0;
+                }
+            }
+        }
+        if !self.wave.done && budget > 0 {
+            match self.run(budget) {
                 Ok(done) => self.wave.done = done,
                 Err(e) => {
                     self.wave.active = false;
@@ -544,6 +558,13 @@ impl IntegrationBuilder {
         );
     }
 
+    /// Distances as the wave starts them (walls 0, the rest unreachable), from the padded costs.
+    fn reset_wave_distances(&mut self) {
+        for (d, &t) in self.dist.iter_mut().zip(&self.costs) {
+            *d = if t == WALL { 0 } else { UNREACHABLE };
+        }
+    }
+
     /// Set up Dial's buckets and queue the seeds.
     fn seed(&mut self, seeds: Vec<(u32, u32)>, max_terrain: u8) {
         let diagonal = self.model.diagonal();
@@ -573,6 +594,7 @@ impl IntegrationBuilder {
             cursor: 0,
             draining: false,
             uniform: max_terrain == 1,
+            sweeping: false,
             seeds,
             next_seed: 0,
         };
@@ -858,6 +880,81 @@ mod tests {
             .build(&cost, &[UVec2::new(0, 0)], CostModel::TenFourteen)
             .unwrap();
         assert_eq!(f.get(UVec2::new(1999, 0)), Some(1999 * 2540));
+    }
+
+    /// A maze of one-cell corridors (a depth-first backtracker over a lattice of rooms), so
+    /// ways wind up and down all over: the sweeps hand such maps to the wave.
+    fn maze(rooms: u32, seed: u64) -> CostField {
+        let side = 2 * rooms + 1;
+        let mut cost = CostField::new(Grid::new(side, side).unwrap());
+        cost.fill_rect(UVec2::ZERO, UVec2::splat(side - 1), WALL)
+            .unwrap();
+        let mut s = seed | 1;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mut seen = vec![false; (rooms * rooms) as usize];
+        let mut stack = vec![(0u32, 0u32)];
+        seen[0] = true;
+        cost.set(UVec2::new(1, 1), 1).unwrap();
+        while let Some(&(x, y)) = stack.last() {
+            let options: Vec<(u32, u32)> = [(0i32, -1i32), (1, 0), (0, 1), (-1, 0)]
+                .iter()
+                .map(|&(dx, dy)| (x as i32 + dx, y as i32 + dy))
+                .filter(|&(nx, ny)| nx >= 0 && ny >= 0 && nx < rooms as i32 && ny < rooms as i32)
+                .map(|(nx, ny)| (nx as u32, ny as u32))
+                .filter(|&(nx, ny)| !seen[(ny * rooms + nx) as usize])
+                .collect();
+            if options.is_empty() {
+                stack.pop();
+                continue;
+            }
+            let (nx, ny) = options[(next() % options.len() as u64) as usize];
+            seen[(ny * rooms + nx) as usize] = true;
+            cost.set(UVec2::new(2 * nx + 1, 2 * ny + 1), 1).unwrap();
+            cost.set(UVec2::new(x + nx + 1, y + ny + 1), 1).unwrap();
+            stack.push((nx, ny));
+        }
+        cost
+    }
+
+    #[test]
+    fn winding_maps_go_to_the_wave_and_give_the_same_field() {
+        let cost = maze(256, 7);
+        let goal = [UVec2::new(1, 1)];
+        for model in [CostModel::TenFourteen, CostModel::Octile] {
+            let mut wave = IntegrationBuilder::new();
+            wave.set_sweeps(false);
+            let want = wave.build(&cost, &goal, model).unwrap();
+            let mut b = IntegrationBuilder::new();
+            // The first build sweeps until the budget, then hands over; the next ones go
+            // straight to the wave; all equal the wave's field.
+            for _ in 0..3 {
+                assert_eq!(b.build(&cost, &goal, model).unwrap(), want);
+                assert!(b.sweep.handed_over_lately());
+            }
+            // Time-sliced, the hand-over happens between calls.
+            let mut sliced = IntegrationBuilder::new();
+            sliced.start(&cost, &goal, model).unwrap();
+            while let BuildProgress::Running { .. } = sliced.advance(97).unwrap() {}
+            let mut got = IntegrationField::new(*cost.grid(), model);
+            sliced.finish_into(&mut got).unwrap();
+            assert_eq!(got, want);
+        }
+        // An open map of the same size is swept.
+        let open = open(81, 81);
+        let mut b = IntegrationBuilder::new();
+        let mut wave = IntegrationBuilder::new();
+        wave.set_sweeps(false);
+        let m = CostModel::TenFourteen;
+        assert_eq!(
+            b.build(&open, &goal, m).unwrap(),
+            wave.build(&open, &goal, m).unwrap()
+        );
+        assert!(!b.sweep.handed_over_lately());
     }
 
     #[test]

@@ -197,20 +197,30 @@ proptest! {
         model in models(),
         picks in proptest::collection::vec(any::<u64>(), 1..4),
         budget in 1usize..200,
+        sweeps in any::<bool>(),
     ) {
         let goals = pick_walkable(&cost, &picks);
         prop_assume!(!goals.is_empty());
         let mut once = IntegrationBuilder::new();
+        // The one-shot build sweeps or runs the wave as it sees fit; the sliced one is made to
+        // do one or the other, and both must give the same field.
         let want = once.build(&cost, &goals, model).unwrap();
         let mut want_flow = FlowField::new(*cost.grid());
         once.flow_into(&mut want_flow).unwrap();
 
         let mut sliced = IntegrationBuilder::new();
+        sliced.set_sweeps(sweeps);
         sliced.start(&cost, &goals, model).unwrap();
         let mut calls = 0;
+        let row = cost.width() as usize + 2;
         let stats = loop {
             calls += 1;
             match sliced.advance(budget).unwrap() {
+                // The wave settles exactly the budget; a sweep stops at the first row that
+                // reaches it (and a winding map starts over as the wave).
+                BuildProgress::Running { settled } if sweeps => {
+                    prop_assert!(settled <= calls * (budget + row));
+                }
                 BuildProgress::Running { settled } => prop_assert_eq!(settled, calls * budget),
                 BuildProgress::Done(stats) => break stats,
             }

@@ -11,8 +11,8 @@
 //! work passes a budget, the map goes to the wave, and the next builds of that size go straight
 //! there.
 
-use super::{IntegrationBuilder, UNREACHABLE, WaveStats};
-use crate::cost::{CostField, CostModel, WALL};
+use super::{IntegrationBuilder, UNREACHABLE};
+use crate::cost::{CostModel, WALL};
 
 /// "No value yet" during the sweeps: any real value + any step stays below 2³².
 const INF: u32 = (1 << 31) - 1;
@@ -60,30 +60,58 @@ pub(crate) struct SweepScratch {
     /// Builds left to send straight to the wave, and the map size that earned it.
     skip: u32,
     skip_size: (usize, usize),
+    cursor: SweepCursor,
+}
+
+impl SweepScratch {
+    /// A build of this size was handed to the wave lately.
+    #[cfg(test)]
+    pub(crate) fn handed_over_lately(&self) -> bool {
+        self.skip > 0
+    }
+
+    /// Columns swept so far in this build.
+    pub(crate) fn cursor_work(&self) -> u64 {
+        self.cursor.work
+    }
+}
+
+/// How far a time-sliced sweep has come.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct SweepCursor {
+    /// 0 top-down pass, 1 bottom-up pass.
+    dir: usize,
+    /// Rows of the current pass already swept.
+    k: usize,
+    /// Rows that changed in the current round (a down pass and an up pass).
+    changed: usize,
+    /// Columns swept so far, and the budget after which the wave takes over.
+    work: u64,
+    budget: u64,
+}
+
+/// What a slice of sweeping ended with.
+pub(crate) enum SweepOutcome {
+    /// The field is final in `dist` (builder conventions); reachable cells.
+    Done(usize),
+    /// The budget of this call ran out.
+    Running,
+    /// Too winding, or values out of the sweep's range: the wave must build it.
+    HandOver,
 }
 
 impl IntegrationBuilder {
-    /// Build by sweeps for `goals` (value, padded cell), all on walkable cells of `cost`. On
-    /// success the padded `dist` holds the finished field (walls and unreachable cells
-    /// `UNREACHABLE`) and the number of reachable cells is returned; `None` means the map was
-    /// handed back (too winding, or values too large for the sweep's range) and the wave must
-    /// build it.
-    pub(crate) fn try_sweep(
-        &mut self,
-        cost: &CostField,
-        goals: &[(u32, u32)],
-        model: CostModel,
-    ) -> Option<WaveStats> {
-        let size = (cost.width() as usize + 2, cost.height() as usize);
-        if self.sweep.skip > 0 && self.sweep.skip_size == size {
-            self.sweep.skip -= 1;
-            return None;
-        }
-        self.prepare(cost, model);
+    /// Set up the sweeps for seeds (value, padded cell) on the padded costs `prepare` made.
+    /// False when the map goes straight to the wave (it was handed over lately).
+    pub(crate) fn sweep_begin(&mut self, seeds: &[(u32, u32)], model: CostModel) -> bool {
         let pw = self.padded_width;
         let h = self.height;
-        let (s, g) = (model.straight(), model.diagonal());
         let sc = &mut self.sweep;
+        if sc.skip > 0 && sc.skip_size == (pw, h) {
+            sc.skip -= 1;
+            return false;
+        }
+        let (s, g) = (model.straight(), model.diagonal());
         sc.straight.clear();
         sc.straight.extend(
             self.costs
@@ -105,28 +133,55 @@ impl IntegrationBuilder {
         sc.candidates.resize(pw, INF);
         let dist = &mut self.dist;
         dist.fill(INF);
-        for &(v, c) in goals {
+        for &(v, c) in seeds {
             let c = c as usize;
-            dist[c] = dist[c].min(v);
+            dist[c] = dist[c].min(v.min(INF));
         }
-        for &(_, c) in goals {
+        for &(_, c) in seeds {
             let (y, x) = (c as usize / pw, (c as usize % pw) as u32);
             let row = &mut dist[y * pw..(y + 1) * pw];
             let span = scan(row, &sc.straight[y * pw..(y + 1) * pw], x, x);
             spread(sc, y, h, span);
         }
-        let mut work = 0u64;
-        let budget = MAX_WORK * dist.len() as u64;
+        sc.cursor = SweepCursor {
+            budget: MAX_WORK * dist.len() as u64,
+            ..SweepCursor::default()
+        };
+        true
+    }
+
+    /// Sweep rows until the field is final or about `budget` cells were visited.
+    pub(crate) fn sweep_run(&mut self, budget: usize, model: CostModel) -> SweepOutcome {
+        let pw = self.padded_width;
+        let h = self.height;
+        let sc = &mut self.sweep;
+        let dist = &mut self.dist[..];
+        let stop_at = sc.cursor.work.saturating_add(budget as u64);
         loop {
-            let down = sweep_rows(dist, sc, pw, h, false, &mut work);
-            let up = sweep_rows(dist, sc, pw, h, true, &mut work);
-            if down + up == 0 {
+            while sc.cursor.k < h {
+                if sc.cursor.work >= stop_at {
+                    return SweepOutcome::Running;
+                }
+                let k = sc.cursor.k;
+                sc.cursor.k += 1;
+                let (changed, work) = sweep_row(dist, sc, pw, h, sc.cursor.dir == 1, k);
+                sc.cursor.changed += changed as usize;
+                sc.cursor.work += work;
+            }
+            sc.cursor.k = 0;
+            if sc.cursor.dir == 0 {
+                sc.cursor.dir = 1;
+                continue;
+            }
+            sc.cursor.dir = 0;
+            if sc.cursor.changed == 0 {
                 break;
             }
-            if work > budget {
+            sc.cursor.changed = 0;
+            if sc.cursor.work > sc.cursor.budget {
                 sc.skip = RETRY_AFTER;
                 sc.skip_size = (pw, h);
-                return None;
+                return SweepOutcome::HandOver;
             }
         }
         // Back to the builder's conventions, checking the range the sweeps can represent.
@@ -136,12 +191,12 @@ impl IntegrationBuilder {
             if *v >= INF {
                 *v = UNREACHABLE;
             } else if *v > limit {
-                return None;
+                return SweepOutcome::HandOver;
             } else {
                 reachable += 1;
             }
         }
-        Some(WaveStats { settled: reachable })
+        SweepOutcome::Done(reachable)
     }
 }
 
@@ -158,46 +213,43 @@ fn spread(sc: &mut SweepScratch, y: usize, h: usize, span: Span) {
     }
 }
 
-/// One pass over the rows (top-down, or bottom-up); returns the rows that changed.
-fn sweep_rows(
+/// Row `k` of a pass (top-down, or bottom-up): returns whether it changed, and the columns
+/// swept.
+fn sweep_row(
     dist: &mut [u32],
     sc: &mut SweepScratch,
     pw: usize,
     h: usize,
     upward: bool,
-    work: &mut u64,
-) -> usize {
+    k: usize,
+) -> (bool, u64) {
     let dir = upward as usize;
-    let mut changed_rows = 0;
-    for k in 0..h {
-        let y = if upward { h - k } else { k + 1 };
-        let pred = if upward { y + 1 } else { y - 1 };
-        let need = std::mem::replace(&mut sc.need[dir][y], EMPTY);
-        if need.lo > need.hi {
-            continue;
-        }
-        let lo = need.lo.max(1) as usize;
-        let hi = need.hi.min(pw as u32 - 2) as usize;
-        *work += (hi + 1 - lo) as u64;
-        let (cur, prev) = rows_mut(dist, y, pred, pw);
-        let r = y * pw;
-        let p = pred * pw;
-        let span = row_pass(
-            cur,
-            prev,
-            &sc.straight[r..r + pw],
-            &sc.straight[p..p + pw],
-            &sc.diagonal[r..r + pw],
-            &mut sc.candidates,
-            lo,
-            hi,
-        );
-        if span.lo <= span.hi {
-            changed_rows += 1;
-            spread(sc, y, h, span);
-        }
+    let y = if upward { h - k } else { k + 1 };
+    let pred = if upward { y + 1 } else { y - 1 };
+    let need = std::mem::replace(&mut sc.need[dir][y], EMPTY);
+    if need.lo > need.hi {
+        return (false, 1);
     }
-    changed_rows
+    let lo = need.lo.max(1) as usize;
+    let hi = need.hi.min(pw as u32 - 2) as usize;
+    let (cur, prev) = rows_mut(dist, y, pred, pw);
+    let r = y * pw;
+    let p = pred * pw;
+    let span = row_pass(
+        cur,
+        prev,
+        &sc.straight[r..r + pw],
+        &sc.straight[p..p + pw],
+        &sc.diagonal[r..r + pw],
+        &mut sc.candidates,
+        lo,
+        hi,
+    );
+    let changed = span.lo <= span.hi;
+    if changed {
+        spread(sc, y, h, span);
+    }
+    (changed, (hi + 1 - lo) as u64)
 }
 
 /// The row `y` mutably and the row `pred` (y ± 1) shared.
