@@ -182,6 +182,8 @@ pub struct Report {
     pub goal: UVec2,
     /// The same integration field built in slices of `TIME_SLICE` cells, start to finish.
     pub sliced_ns: f64,
+    /// The same integration field by the Dijkstra wave alone (row sweeps off).
+    pub wave_ns: f64,
     /// Living maps: median repair after stamping or removing a 4 x 4 building, and after the goal
     /// moved to an adjacent cell (integration and flow both, exact).
     pub living: Living,
@@ -309,6 +311,13 @@ pub fn measure(
             .build_into(cost, &[goal], model, &mut field)
             .unwrap();
     });
+    let mut wave_builder = IntegrationBuilder::new();
+    wave_builder.set_sweeps(false);
+    let wave_ns = median_ns(reps, || {
+        wave_builder
+            .build_into(cost, &[goal], model, &mut field)
+            .unwrap();
+    });
     let sliced_ns = median_ns(reps, || {
         builder.start(cost, &[goal], model).unwrap();
         while let horde::BuildProgress::Running { .. } = builder.advance(TIME_SLICE).unwrap() {}
@@ -382,6 +391,7 @@ pub fn measure(
         table,
         goal,
         sliced_ns,
+        wave_ns,
         living,
     })
 }
@@ -446,6 +456,8 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             "pathfinding_dijkstra_all_ns": r.dijkstra_all_ns,
             "integration_over_bfs": r.integration_ns / r.bfs_ns,
             "dijkstra_all_over_integration": r.dijkstra_all_ns / r.integration_ns,
+            "integration_wave_ns": r.wave_ns,
+            "wave_over_integration": r.wave_ns / r.integration_ns,
             "timeslice_slice_cells": TIME_SLICE,
             "timeslice_overhead": r.sliced_ns / r.integration_ns - 1.0,
             "repair_buildings": r.living.buildings,
@@ -502,6 +514,11 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     outln!(
         "per cell            integration {ns_cell_i:.2} ns, flow {ns_cell_f:.2} ns, both {:.2} ns",
         ns_cell_i + ns_cell_f
+    );
+    outln!(
+        "wave alone          {:.1} µs (sweeps off: {:.2}x the time of the default build)",
+        r.wave_ns / 1e3,
+        r.wave_ns / r.integration_ns
     );
     outln!(
         "A*                  {:.1} µs per query, {:.0} cells settled per query",
