@@ -344,53 +344,58 @@ fn candidates(
 fn settle(cur: &mut [u32], st: &[u32], cand: &[u32], lo: usize, hi: usize) -> Span {
     let mut first = usize::MAX;
     let mut last = 0;
-    for x in lo..=hi {
-        if cand[x] < cur[x] {
-            cur[x] = cand[x];
-            first = first.min(x);
-            last = x;
-        }
+    for (x, (c, &n)) in cur[lo..=hi].iter_mut().zip(&cand[lo..=hi]).enumerate() {
+        let better = n < *c;
+        *c = (*c).min(n);
+        last = if better { x } else { last };
+        first = if better { first.min(x) } else { first };
     }
-    if first > last {
+    if first == usize::MAX {
         return EMPTY;
     }
-    scan(cur, st, first as u32, last as u32)
+    scan(cur, st, (lo + first) as u32, (lo + last) as u32)
 }
 
-/// Scans along a row from the improved columns `lo..=hi`, both ways, each as far as cells keep
-/// improving (the row was consistent along itself before). Returns the columns that changed,
-/// `lo..=hi` included.
+/// Scans along a row from the improved columns `lo..=hi`, both ways: through `lo..=hi` without
+/// branches, then beyond it as far as cells keep improving (the row was consistent along itself
+/// before). Returns the columns that changed, `lo..=hi` included.
 #[inline]
 fn scan(cur: &mut [u32], st: &[u32], lo: u32, hi: u32) -> Span {
     let (lo, hi) = (lo as usize, hi as usize);
     let end = cur.len() - 1;
-    let mut right = hi;
     let mut carry = cur[lo];
-    let mut x = lo + 1;
+    for x in lo + 1..=hi {
+        carry = cur[x].min(carry + st[x]);
+        cur[x] = carry;
+    }
+    let mut right = hi;
+    let mut x = hi + 1;
     while x < end {
         let v = carry + st[x];
-        if v < cur[x] {
-            cur[x] = v;
-            right = right.max(x);
-        } else if x > hi {
+        if v >= cur[x] {
             break;
         }
-        carry = cur[x];
+        cur[x] = v;
+        carry = v;
+        right = x;
         x += 1;
     }
-    let mut left = lo;
     let mut carry = cur[right];
-    let mut x = right;
+    for x in (lo..right).rev() {
+        carry = cur[x].min(carry + st[x]);
+        cur[x] = carry;
+    }
+    let mut left = lo;
+    let mut x = lo;
     while x > 1 {
         x -= 1;
         let v = carry + st[x];
-        if v < cur[x] {
-            cur[x] = v;
-            left = left.min(x);
-        } else if x < lo {
+        if v >= cur[x] {
             break;
         }
-        carry = cur[x];
+        cur[x] = v;
+        carry = v;
+        left = x;
     }
     Span {
         lo: left as u32,
