@@ -193,6 +193,8 @@ pub struct IntegrationBuilder {
     grid: Option<Grid>,
     sweep: sweep::SweepScratch,
     no_sweep: bool,
+    /// The padded costs differ from the previous build's (the sweeps' step prices must follow).
+    costs_changed: bool,
 }
 
 /// Where a wave stands, so that it can stop after any cell and go on later.
@@ -410,6 +412,7 @@ impl IntegrationBuilder {
             self.seed(padded, max_terrain);
             self.wave.sweeping = true;
         } else {
+            self.reset_wave_distances();
             self.seed(padded, max_terrain);
         }
         Ok(())
@@ -500,14 +503,22 @@ impl IntegrationBuilder {
             return Err(IntegrationError::NotFinished);
         };
         same_size(out, &grid)?;
+        let (w, pw) = (self.width, self.padded_width);
+        if self.wave.sweeping {
+            // The sweeps leave walls and unreachable cells UNREACHABLE already.
+            for (y, row) in out.values.chunks_exact_mut(w).enumerate() {
+                let src = (y + 1) * pw + 1;
+                row.copy_from_slice(&self.dist[src..src + w]);
+            }
+        }
         // Walls go back to UNREACHABLE, row by row while each row is in cache, and each row is
         // copied out in the same sweep.
-        let (w, pw) = (self.width, self.padded_width);
         for (y, (drow, crow)) in self
             .dist
             .chunks_exact_mut(pw)
             .zip(self.costs.chunks_exact(pw))
             .enumerate()
+            .filter(|_| !self.wave.sweeping)
         {
             for (d, &t) in drow.iter_mut().zip(crow) {
                 if t == WALL {
@@ -533,32 +544,38 @@ impl IntegrationBuilder {
         self.built
     }
 
+    /// Copy the costs into the padded grid (a wall border), noting whether they differ from the
+    /// last build's, and size the distances.
     fn prepare(&mut self, cost: &CostField, model: CostModel) {
         let w = cost.width() as usize;
         let h = cost.height() as usize;
         let pw = w + 2;
         let plen = pw * (h + 2);
+        let mut changed = false;
+        if self.costs.len() != plen || self.padded_width != pw {
+            self.costs.clear();
+            self.costs.resize(plen, WALL);
+            changed = true;
+        }
         self.width = w;
         self.height = h;
         self.padded_width = pw;
         self.model = model;
-        self.costs.clear();
-        self.costs.resize(plen, WALL);
         for (y, row) in cost.costs().chunks_exact(w).enumerate() {
             let dst = (y + 1) * pw + 1;
-            self.costs[dst..dst + w].copy_from_slice(row);
+            let slot = &mut self.costs[dst..dst + w];
+            if slot != row {
+                slot.copy_from_slice(row);
+                changed = true;
+            }
         }
-        // Walls start at 0 during the wave: no step can improve 0, so the wave needs no wall
-        // test before relaxing a neighbour. They are set back to UNREACHABLE afterwards.
-        self.dist.clear();
-        self.dist.extend(
-            self.costs
-                .iter()
-                .map(|&t| if t == WALL { 0 } else { UNREACHABLE }),
-        );
+        self.costs_changed = changed;
+        self.dist.resize(plen, UNREACHABLE);
     }
 
     /// Distances as the wave starts them (walls 0, the rest unreachable), from the padded costs.
+    /// Walls start at 0 during the wave: no step can improve 0, so the wave needs no wall test
+    /// before relaxing a neighbour. They are set back to UNREACHABLE afterwards.
     fn reset_wave_distances(&mut self) {
         for (d, &t) in self.dist.iter_mut().zip(&self.costs) {
             *d = if t == WALL { 0 } else { UNREACHABLE };
@@ -973,6 +990,27 @@ mod tests {
                     .build(&cost, &[goal], model)
                     .unwrap();
                 assert_eq!(out, fresh);
+            }
+        }
+        // Another map of the same size, then one edited cell: the builder notices both.
+        let mut other = open(30, 20);
+        for edit in [
+            None,
+            Some((UVec2::new(3, 3), WALL)),
+            Some((UVec2::new(4, 4), 9)),
+        ] {
+            if let Some((cell, c)) = edit {
+                other.set(cell, c).unwrap();
+            }
+            for model in [CostModel::TenFourteen, CostModel::Octile] {
+                let goal = [UVec2::new(0, 0)];
+                reused.build_into(&other, &goal, model, &mut out).unwrap();
+                assert_eq!(
+                    out,
+                    IntegrationBuilder::new()
+                        .build(&other, &goal, model)
+                        .unwrap()
+                );
             }
         }
     }

@@ -61,6 +61,8 @@ pub(crate) struct SweepScratch {
     skip: u32,
     skip_size: (usize, usize),
     cursor: SweepCursor,
+    /// The model the step prices were computed for.
+    priced_for: Option<CostModel>,
 }
 
 impl SweepScratch {
@@ -111,19 +113,27 @@ impl IntegrationBuilder {
             sc.skip -= 1;
             return false;
         }
-        let (s, g) = (model.straight(), model.diagonal());
-        sc.straight.clear();
-        sc.straight.extend(
-            self.costs
-                .iter()
-                .map(|&t| if t == WALL { WALL_STEP } else { s * t as u32 }),
-        );
-        sc.diagonal.clear();
-        sc.diagonal.extend(
-            self.costs
-                .iter()
-                .map(|&t| if t == WALL { WALL_STEP } else { g * t as u32 }),
-        );
+        // The step prices follow the costs; a game rebuilding fields on an unchanged map skips
+        // this.
+        if self.costs_changed
+            || sc.priced_for != Some(model)
+            || sc.straight.len() != self.costs.len()
+        {
+            let (s, g) = (model.straight(), model.diagonal());
+            sc.straight.clear();
+            sc.straight.extend(
+                self.costs
+                    .iter()
+                    .map(|&t| if t == WALL { WALL_STEP } else { s * t as u32 }),
+            );
+            sc.diagonal.clear();
+            sc.diagonal.extend(
+                self.costs
+                    .iter()
+                    .map(|&t| if t == WALL { WALL_STEP } else { g * t as u32 }),
+            );
+            sc.priced_for = Some(model);
+        }
         let rows = h + 2;
         for dir in &mut sc.need {
             dir.clear();
@@ -187,14 +197,15 @@ impl IntegrationBuilder {
         // Back to the builder's conventions, checking the range the sweeps can represent.
         let limit = INF - 1 - model.diagonal() * WALL as u32;
         let mut reachable = 0usize;
+        let mut largest = 0u32;
         for v in dist.iter_mut() {
-            if *v >= INF {
-                *v = UNREACHABLE;
-            } else if *v > limit {
-                return SweepOutcome::HandOver;
-            } else {
-                reachable += 1;
-            }
+            let finite = *v < INF;
+            reachable += finite as usize;
+            largest = largest.max(if finite { *v } else { 0 });
+            *v = if finite { *v } else { UNREACHABLE };
+        }
+        if largest > limit {
+            return SweepOutcome::HandOver;
         }
         SweepOutcome::Done(reachable)
     }
