@@ -337,42 +337,42 @@ fn derive_row(
         let t = terrain[c] as u32;
         let (s, g) = (straight * t, diagonal * t);
         let (dn, de, ds, dw) = (up[c], mid[c + 1], down[c], mid[c - 1]);
+        // Lane-wide selects only (the direction kept as u32 beside the value), so that the
+        // compiler vectorises the row.
+        let mut best = dn.saturating_add(s);
+        let mut dir = 0u32;
+        let mut offer = |d: u32, v: u32| {
+            let better = v < best;
+            best = if better { v } else { best };
+            dir = if better { d } else { dir };
+        };
         let diag = |v: u32, a: u32, b: u32| {
-            if a == UNREACHABLE || b == UNREACHABLE {
+            if (a == UNREACHABLE) | (b == UNREACHABLE) {
                 UNREACHABLE
             } else {
                 v.saturating_add(g)
             }
         };
-        let cand = [
-            dn.saturating_add(s),
-            diag(up[c + 1], dn, de),
-            de.saturating_add(s),
-            diag(down[c + 1], ds, de),
-            ds.saturating_add(s),
-            diag(down[c - 1], ds, dw),
-            dw.saturating_add(s),
-            diag(up[c - 1], dn, dw),
-        ];
-        let mut best = cand[0];
-        let mut dir = 0u8;
-        for (d, &v) in cand.iter().enumerate().skip(1) {
-            let better = v < best;
-            best = if better { v } else { best };
-            dir = if better { d as u8 } else { dir };
-        }
+        offer(1, diag(up[c + 1], dn, de));
+        offer(2, de.saturating_add(s));
+        offer(3, diag(down[c + 1], ds, de));
+        offer(4, ds.saturating_add(s));
+        offer(5, diag(down[c - 1], ds, dw));
+        offer(6, dw.saturating_add(s));
+        offer(7, diag(up[c - 1], dn, dw));
         let here = mid[c];
         // A cell no neighbour reaches more cheaply than its own value is a sink: a goal (value 0)
         // or a seed of a seeded field.
-        *slot = if t == WALL as u32 {
-            FLOW_WALL
+        let byte = if t == WALL as u32 {
+            FLOW_WALL as u32
         } else if here == UNREACHABLE {
-            FLOW_UNREACHABLE
+            FLOW_UNREACHABLE as u32
         } else if best > here {
-            FLOW_GOAL
+            FLOW_GOAL as u32
         } else {
             dir
         };
+        *slot = byte as u8;
     }
 }
 
