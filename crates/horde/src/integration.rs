@@ -174,11 +174,10 @@ pub struct WaveStats {
 
 /// Reusable scratch memory for building integration (and then flow) fields.
 ///
-/// Memory: 13 bytes per cell of the padded grid `(width + 2) × (height + 2)`: a copy of the costs
-/// with a wall border (so no loop needs bounds tests), the working distances (4), and the
-/// straight and diagonal step price of every cell for the sweeps (8); plus 16 bytes per row for
-/// the sweeps' bookkeeping and the wave's bucket queue, whose entries are 4 bytes and never
-/// exceed the number of cells pending at once.
+/// Memory: 5 bytes per cell of the padded grid `(width + 2) × (height + 2)`: a copy of the costs
+/// with a wall border (so no loop needs bounds tests) and the working distances (4); plus 16
+/// bytes per row for the sweeps' bookkeeping and the wave's bucket queue, whose entries are 4
+/// bytes and never exceed the number of cells pending at once.
 #[derive(Debug, Default, Clone)]
 pub struct IntegrationBuilder {
     pub(crate) padded_width: usize,
@@ -193,8 +192,6 @@ pub struct IntegrationBuilder {
     grid: Option<Grid>,
     sweep: sweep::SweepScratch,
     no_sweep: bool,
-    /// The padded costs differ from the previous build's (the sweeps' step prices must follow).
-    costs_changed: bool,
 }
 
 /// Where a wave stands, so that it can stop after any cell and go on later.
@@ -544,18 +541,15 @@ impl IntegrationBuilder {
         self.built
     }
 
-    /// Copy the costs into the padded grid (a wall border), noting whether they differ from the
-    /// last build's, and size the distances.
+    /// Copy the costs into the padded grid (a wall border) and size the distances.
     fn prepare(&mut self, cost: &CostField, model: CostModel) {
         let w = cost.width() as usize;
         let h = cost.height() as usize;
         let pw = w + 2;
         let plen = pw * (h + 2);
-        let mut changed = false;
         if self.costs.len() != plen || self.padded_width != pw {
             self.costs.clear();
             self.costs.resize(plen, WALL);
-            changed = true;
         }
         self.width = w;
         self.height = h;
@@ -563,13 +557,8 @@ impl IntegrationBuilder {
         self.model = model;
         for (y, row) in cost.costs().chunks_exact(w).enumerate() {
             let dst = (y + 1) * pw + 1;
-            let slot = &mut self.costs[dst..dst + w];
-            if slot != row {
-                slot.copy_from_slice(row);
-                changed = true;
-            }
+            self.costs[dst..dst + w].copy_from_slice(row);
         }
-        self.costs_changed = changed;
         self.dist.resize(plen, UNREACHABLE);
     }
 

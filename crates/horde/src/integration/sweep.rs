@@ -46,13 +46,11 @@ impl Span {
     }
 }
 
-/// Per-build scratch of the sweeps: the straight and diagonal step prices of each cell (walls
-/// marked), 8 bytes per padded cell; per row, the columns each direction's next pass must look
-/// at; a row of candidates.
+/// Per-build scratch of the sweeps: per row, the columns each direction's next pass must look
+/// at (16 bytes per row); a row of candidates. Step prices come from the padded costs (1 byte
+/// per cell) as the rows are swept, so each pass streams 5 bytes per cell.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct SweepScratch {
-    straight: Vec<u32>,
-    diagonal: Vec<u32>,
     /// Columns of each row whose neighbour row changed there, per pass direction (0 top-down:
     /// the row above changed; 1 bottom-up: the row below changed).
     need: [Vec<Span>; 2],
@@ -61,8 +59,27 @@ pub(crate) struct SweepScratch {
     skip: u32,
     skip_size: (usize, usize),
     cursor: SweepCursor,
-    /// The model the step prices were computed for.
-    priced_for: Option<CostModel>,
+    /// Base prices of a straight and a diagonal step in this build's model.
+    prices: Prices,
+}
+
+/// Base prices of a straight and a diagonal step; a step costs its base times the terrain of the
+/// cell it leaves.
+#[derive(Debug, Default, Clone, Copy)]
+struct Prices {
+    straight: u32,
+    diagonal: u32,
+}
+
+/// The price of leaving a cell of terrain `t` by a step of base price `base`; leaving a wall
+/// costs `WALL_STEP`, so a wall never gets a value.
+#[inline(always)]
+fn price(t: u8, base: u32) -> u32 {
+    if t == WALL {
+        WALL_STEP
+    } else {
+        base * t as u32
+    }
 }
 
 impl SweepScratch {
@@ -113,27 +130,10 @@ impl IntegrationBuilder {
             sc.skip -= 1;
             return false;
         }
-        // The step prices follow the costs; a game rebuilding fields on an unchanged map skips
-        // this.
-        if self.costs_changed
-            || sc.priced_for != Some(model)
-            || sc.straight.len() != self.costs.len()
-        {
-            let (s, g) = (model.straight(), model.diagonal());
-            sc.straight.clear();
-            sc.straight.extend(
-                self.costs
-                    .iter()
-                    .map(|&t| if t == WALL { WALL_STEP } else { s * t as u32 }),
-            );
-            sc.diagonal.clear();
-            sc.diagonal.extend(
-                self.costs
-                    .iter()
-                    .map(|&t| if t == WALL { WALL_STEP } else { g * t as u32 }),
-            );
-            sc.priced_for = Some(model);
-        }
+        sc.prices = Prices {
+            straight: model.straight(),
+            diagonal: model.diagonal(),
+        };
         let rows = h + 2;
         for dir in &mut sc.need {
             dir.clear();
@@ -150,7 +150,13 @@ impl IntegrationBuilder {
         for &(_, c) in seeds {
             let (y, x) = (c as usize / pw, (c as usize % pw) as u32);
             let row = &mut dist[y * pw..(y + 1) * pw];
-            let span = scan(row, &sc.straight[y * pw..(y + 1) * pw], x, x);
+            let span = scan(
+                row,
+                &self.costs[y * pw..(y + 1) * pw],
+                sc.prices.straight,
+                x,
+                x,
+            );
             spread(sc, y, h, span);
         }
         sc.cursor = SweepCursor {
@@ -166,6 +172,7 @@ impl IntegrationBuilder {
         let h = self.height;
         let sc = &mut self.sweep;
         let dist = &mut self.dist[..];
+        let costs = &self.costs[..];
         let stop_at = sc.cursor.work.saturating_add(budget as u64);
         loop {
             while sc.cursor.k < h {
@@ -174,7 +181,7 @@ impl IntegrationBuilder {
                 }
                 let k = sc.cursor.k;
                 sc.cursor.k += 1;
-                let (changed, work) = sweep_row(dist, sc, pw, h, sc.cursor.dir == 1, k);
+                let (changed, work) = sweep_row(dist, costs, sc, pw, h, sc.cursor.dir == 1, k);
                 sc.cursor.changed += changed as usize;
                 sc.cursor.work += work;
             }
@@ -228,6 +235,7 @@ fn spread(sc: &mut SweepScratch, y: usize, h: usize, span: Span) {
 /// swept.
 fn sweep_row(
     dist: &mut [u32],
+    costs: &[u8],
     sc: &mut SweepScratch,
     pw: usize,
     h: usize,
@@ -249,9 +257,9 @@ fn sweep_row(
     let span = row_pass(
         cur,
         prev,
-        &sc.straight[r..r + pw],
-        &sc.straight[p..p + pw],
-        &sc.diagonal[r..r + pw],
+        &costs[r..r + pw],
+        &costs[p..p + pw],
+        sc.prices,
         &mut sc.candidates,
         lo,
         hi,
@@ -281,9 +289,9 @@ fn rows_mut(dist: &mut [u32], y: usize, pred: usize, pw: usize) -> (&mut [u32], 
 fn row_pass(
     cur: &mut [u32],
     prev: &[u32],
-    st: &[u32],
-    pst: &[u32],
-    dg: &[u32],
+    terrain: &[u8],
+    prev_terrain: &[u8],
+    prices: Prices,
     cand: &mut [u32],
     lo: usize,
     hi: usize,
@@ -293,55 +301,61 @@ fn row_pass(
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above), the only requirement of a
             // `#[target_feature(enable = "avx2")]` function; the function itself is safe code.
-            unsafe { candidates_avx2(prev, st, pst, dg, cand, lo, hi) };
-            return settle(cur, st, cand, lo, hi);
+            unsafe { candidates_avx2(prev, terrain, prev_terrain, prices, cand, lo, hi) };
+            return settle(cur, terrain, prices.straight, cand, lo, hi);
         }
     }
-    candidates(prev, st, pst, dg, cand, lo, hi);
-    settle(cur, st, cand, lo, hi)
+    candidates(prev, terrain, prev_terrain, prices, cand, lo, hi);
+    settle(cur, terrain, prices.straight, cand, lo, hi)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn candidates_avx2(
     prev: &[u32],
-    st: &[u32],
-    pst: &[u32],
-    dg: &[u32],
+    terrain: &[u8],
+    prev_terrain: &[u8],
+    prices: Prices,
     cand: &mut [u32],
     lo: usize,
     hi: usize,
 ) {
-    candidates(prev, st, pst, dg, cand, lo, hi)
+    candidates(prev, terrain, prev_terrain, prices, cand, lo, hi)
 }
 
 /// The best value each cell of `lo..=hi` gets from the row before. No dependency between cells
 /// (the compiler vectorises it). A diagonal needs both cells it passes between to be walkable
-/// (the corner rule); a wall's step price marks it.
+/// (the corner rule).
 #[inline(always)]
 fn candidates(
     prev: &[u32],
-    st: &[u32],
-    pst: &[u32],
-    dg: &[u32],
+    terrain: &[u8],
+    prev_terrain: &[u8],
+    prices: Prices,
     cand: &mut [u32],
     lo: usize,
     hi: usize,
 ) {
     let n = hi + 1 - lo;
     let (pl, pc, pr) = (&prev[lo - 1..][..n], &prev[lo..][..n], &prev[lo + 1..][..n]);
-    let (sl, sc, sr) = (&st[lo - 1..][..n], &st[lo..][..n], &st[lo + 1..][..n]);
-    let (pst, dg, out) = (&pst[lo..][..n], &dg[lo..][..n], &mut cand[lo..][..n]);
+    let (tl, tc, tr) = (
+        &terrain[lo - 1..][..n],
+        &terrain[lo..][..n],
+        &terrain[lo + 1..][..n],
+    );
+    let (pt, out) = (&prev_terrain[lo..][..n], &mut cand[lo..][..n]);
     for i in 0..n {
-        let n_ok = pst[i] != WALL_STEP;
-        let a = pc[i] + sc[i];
-        let b = if n_ok & (sl[i] != WALL_STEP) {
-            pl[i] + dg[i]
+        let n_ok = pt[i] != WALL;
+        let s = price(tc[i], prices.straight);
+        let g = price(tc[i], prices.diagonal);
+        let a = pc[i] + s;
+        let b = if n_ok & (tl[i] != WALL) {
+            pl[i] + g
         } else {
             INF
         };
-        let c = if n_ok & (sr[i] != WALL_STEP) {
-            pr[i] + dg[i]
+        let c = if n_ok & (tr[i] != WALL) {
+            pr[i] + g
         } else {
             INF
         };
@@ -352,7 +366,14 @@ fn candidates(
 /// Take the candidates that improve, then scan along the row from them both ways until nothing
 /// improves. Returns the columns that changed.
 #[inline]
-fn settle(cur: &mut [u32], st: &[u32], cand: &[u32], lo: usize, hi: usize) -> Span {
+fn settle(
+    cur: &mut [u32],
+    terrain: &[u8],
+    straight: u32,
+    cand: &[u32],
+    lo: usize,
+    hi: usize,
+) -> Span {
     let mut first = usize::MAX;
     let mut last = 0;
     for (x, (c, &n)) in cur[lo..=hi].iter_mut().zip(&cand[lo..=hi]).enumerate() {
@@ -364,25 +385,31 @@ fn settle(cur: &mut [u32], st: &[u32], cand: &[u32], lo: usize, hi: usize) -> Sp
     if first == usize::MAX {
         return EMPTY;
     }
-    scan(cur, st, (lo + first) as u32, (lo + last) as u32)
+    scan(
+        cur,
+        terrain,
+        straight,
+        (lo + first) as u32,
+        (lo + last) as u32,
+    )
 }
 
 /// Scans along a row from the improved columns `lo..=hi`, both ways: through `lo..=hi` without
 /// branches, then beyond it as far as cells keep improving (the row was consistent along itself
 /// before). Returns the columns that changed, `lo..=hi` included.
 #[inline]
-fn scan(cur: &mut [u32], st: &[u32], lo: u32, hi: u32) -> Span {
+fn scan(cur: &mut [u32], terrain: &[u8], straight: u32, lo: u32, hi: u32) -> Span {
     let (lo, hi) = (lo as usize, hi as usize);
     let end = cur.len() - 1;
     let mut carry = cur[lo];
     for x in lo + 1..=hi {
-        carry = cur[x].min(carry + st[x]);
+        carry = cur[x].min(carry + price(terrain[x], straight));
         cur[x] = carry;
     }
     let mut right = hi;
     let mut x = hi + 1;
     while x < end {
-        let v = carry + st[x];
+        let v = carry + price(terrain[x], straight);
         if v >= cur[x] {
             break;
         }
@@ -393,14 +420,14 @@ fn scan(cur: &mut [u32], st: &[u32], lo: u32, hi: u32) -> Span {
     }
     let mut carry = cur[right];
     for x in (lo..right).rev() {
-        carry = cur[x].min(carry + st[x]);
+        carry = cur[x].min(carry + price(terrain[x], straight));
         cur[x] = carry;
     }
     let mut left = lo;
     let mut x = lo;
     while x > 1 {
         x -= 1;
-        let v = carry + st[x];
+        let v = carry + price(terrain[x], straight);
         if v >= cur[x] {
             break;
         }
@@ -418,8 +445,8 @@ fn scan(cur: &mut [u32], st: &[u32], lo: u32, hi: u32) -> Span {
 mod tests {
     use super::*;
 
-    /// Rows of random values, step prices and walls, with a wall border as in the builder.
-    fn random_rows(seed: u64, n: usize) -> [Vec<u32>; 4] {
+    /// Rows of random values and terrain, with a wall border as in the builder.
+    fn random_rows(seed: u64, n: usize) -> (Vec<u32>, Vec<u8>, Vec<u8>) {
         let mut s = seed | 1;
         let mut next = move || {
             s ^= s << 13;
@@ -428,9 +455,8 @@ mod tests {
             s
         };
         let mut prev = vec![INF; n];
-        let mut st = vec![WALL_STEP; n];
-        let mut pst = vec![WALL_STEP; n];
-        let mut dg = vec![WALL_STEP; n];
+        let mut terrain = vec![WALL; n];
+        let mut prev_terrain = vec![WALL; n];
         for x in 1..n - 1 {
             let r = next();
             prev[x] = if r % 5 == 0 {
@@ -439,27 +465,30 @@ mod tests {
                 (r >> 8) as u32 % 100_000
             };
             if r % 7 != 0 {
-                let t = 1 + (r >> 40) as u32 % 254;
-                st[x] = 10 * t;
-                dg[x] = 14 * t;
+                terrain[x] = 1 + (r >> 40) as u8 % 254;
             }
             if r % 11 != 0 {
-                pst[x] = 10;
+                prev_terrain[x] = 1;
             }
         }
-        [prev, st, pst, dg]
+        (prev, terrain, prev_terrain)
     }
+
+    const PRICES: Prices = Prices {
+        straight: 10,
+        diagonal: 14,
+    };
 
     #[test]
     fn vectorised_and_plain_candidates_agree() {
         for seed in 0..200 {
             let n = 3 + seed as usize * 7 % 300;
-            let [prev, st, pst, dg] = random_rows(seed, n);
+            let (prev, terrain, prev_terrain) = random_rows(seed, n);
             let mut plain = vec![INF; n];
-            candidates(&prev, &st, &pst, &dg, &mut plain, 1, n - 2);
+            candidates(&prev, &terrain, &prev_terrain, PRICES, &mut plain, 1, n - 2);
             // Walls never get a value below INF, whatever their neighbours hold.
             for x in 1..n - 1 {
-                if st[x] == WALL_STEP {
+                if terrain[x] == WALL {
                     assert!(plain[x] >= INF);
                 }
             }
@@ -467,7 +496,9 @@ mod tests {
             if std::arch::is_x86_feature_detected!("avx2") {
                 let mut wide = vec![INF; n];
                 // SAFETY: AVX2 is present (checked above).
-                unsafe { candidates_avx2(&prev, &st, &pst, &dg, &mut wide, 1, n - 2) };
+                unsafe {
+                    candidates_avx2(&prev, &terrain, &prev_terrain, PRICES, &mut wide, 1, n - 2)
+                };
                 assert_eq!(plain, wide, "seed {seed}");
             }
         }
@@ -477,21 +508,21 @@ mod tests {
     fn scans_stop_where_cells_stop_improving_and_agree_with_a_full_scan() {
         for seed in 0..200 {
             let n = 3 + seed as usize * 13 % 200;
-            let [_, st, _, _] = random_rows(seed, n);
-            // A row consistent along itself: values from one source at each end.
+            let (_, terrain, _) = random_rows(seed, n);
+            // A row consistent along itself: values from one source at its start.
             let mut row = vec![INF; n];
             row[1] = 0;
-            scan(&mut row, &st, 1, 1);
+            scan(&mut row, &terrain, 10, 1, 1);
             let before = row.clone();
             // Improve one cell, then settle from it; a full scan from the start must agree.
             let x = 1 + seed as usize % (n - 2);
-            if st[x] == WALL_STEP {
+            if terrain[x] == WALL {
                 continue;
             }
             row[x] = row[x].min(3);
             let mut full = row.clone();
-            let span = scan(&mut row, &st, x as u32, x as u32);
-            scan(&mut full, &st, 1, (n - 2) as u32);
+            let span = scan(&mut row, &terrain, 10, x as u32, x as u32);
+            scan(&mut full, &terrain, 10, 1, (n - 2) as u32);
             assert_eq!(row, full, "seed {seed}");
             for (i, (&a, &b)) in row.iter().zip(&before).enumerate() {
                 if a != b {
