@@ -165,6 +165,54 @@ pub fn pathfinding_dijkstra_all(cost: &CostField, goal: UVec2, model: CostModel)
     pathfinding::prelude::dijkstra_all(&start, successors).len()
 }
 
+/// bracket-lib's Dijkstra maps (`bracket-pathfinding`) over the same moves: each cell lists the
+/// cells that can step into it, with the step's cost in the model's units. Its map is `f32` and
+/// its queue a FIFO that re-queues improved cells.
+pub struct BracketMap<'a> {
+    cost: &'a CostField,
+    model: CostModel,
+}
+
+impl bracket_pathfinding::prelude::BaseMap for BracketMap<'_> {
+    fn get_available_exits(
+        &self,
+        idx: usize,
+    ) -> bracket_pathfinding::prelude::SmallVec<[(usize, f32); 10]> {
+        let g = self.cost.grid();
+        let cell = g.cell(idx);
+        let mut out = bracket_pathfinding::prelude::SmallVec::new();
+        for dir in Dir8::ALL {
+            let Some(j) = g.neighbour(cell, dir) else {
+                continue;
+            };
+            let back = dir.opposite();
+            if self.cost.can_step(j, back) {
+                let t = self.cost.get(j).unwrap_or(1);
+                out.push((
+                    g.index(j).expect("on the map"),
+                    self.model.to_cost(self.model.step(back, t)) as f32,
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// One bracket-lib Dijkstra map from the goal; returns the cells it reached.
+pub fn bracket_dijkstra_map(cost: &CostField, goal: UVec2, model: CostModel) -> usize {
+    let g = cost.grid();
+    let map = BracketMap { cost, model };
+    let start = g.index(goal).expect("goal on the map");
+    let dm = bracket_pathfinding::prelude::DijkstraMap::new(
+        g.width(),
+        g.height(),
+        &[start],
+        &map,
+        f32::MAX,
+    );
+    dm.map.iter().filter(|v| **v < f32::MAX).count()
+}
+
 /// Everything the bench measures, in one run.
 pub struct Report {
     pub map: String,
@@ -178,6 +226,7 @@ pub struct Report {
     pub astar_ns_per_query: f64,
     pub bfs_ns: f64,
     pub dijkstra_all_ns: f64,
+    pub bracket_ns: f64,
     pub table: Vec<(usize, f64)>,
     pub goal: UVec2,
     /// The same integration field built in slices of `TIME_SLICE` cells, start to finish.
@@ -298,7 +347,7 @@ pub fn measure(
     if starts.is_empty() {
         bail!("no cell can reach the goal ({}, {})", goal.x, goal.y);
     }
-    let steps = 4 + units.len() as u64 + if with_peers { 3 } else { 0 };
+    let steps = 4 + units.len() as u64 + if with_peers { 4 } else { 0 };
     let pb = progress(steps, "measuring");
     let started = Instant::now();
     let tick = |pb: &indicatif::ProgressBar| {
@@ -358,7 +407,7 @@ pub fn measure(
         table.push((n, t));
         tick(&pb);
     }
-    let (mut bfs_ns, mut dijkstra_all_ns) = (f64::NAN, f64::NAN);
+    let (mut bfs_ns, mut dijkstra_all_ns, mut bracket_ns) = (f64::NAN, f64::NAN, f64::NAN);
     if with_peers {
         let mut bfs = Bfs::new(cost);
         bfs_ns = median_ns(reps, || {
@@ -367,6 +416,10 @@ pub fn measure(
         tick(&pb);
         dijkstra_all_ns = median_ns((reps / 20).max(3), || {
             black_box(pathfinding_dijkstra_all(cost, goal, model));
+        });
+        tick(&pb);
+        bracket_ns = median_ns((reps / 20).max(3), || {
+            black_box(bracket_dijkstra_map(cost, goal, model));
         });
         tick(&pb);
     }
@@ -388,6 +441,7 @@ pub fn measure(
         astar_ns_per_query,
         bfs_ns,
         dijkstra_all_ns,
+        bracket_ns,
         table,
         goal,
         sliced_ns,
@@ -456,6 +510,8 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             "pathfinding_dijkstra_all_ns": r.dijkstra_all_ns,
             "integration_over_bfs": r.integration_ns / r.bfs_ns,
             "dijkstra_all_over_integration": r.dijkstra_all_ns / r.integration_ns,
+            "bracket_dijkstra_map_ns": r.bracket_ns,
+            "bracket_over_integration": r.bracket_ns / r.integration_ns,
             "integration_wave_ns": r.wave_ns,
             "wave_over_integration": r.wave_ns / r.integration_ns,
             "timeslice_slice_cells": TIME_SLICE,
@@ -557,6 +613,11 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         r.dijkstra_all_ns / 1e3,
         r.dijkstra_all_ns / r.integration_ns
     );
+    outln!(
+        "bracket-lib         DijkstraMap {:.1} µs  (DijkstraMap / integration = {:.1})",
+        r.bracket_ns / 1e3,
+        r.bracket_ns / r.integration_ns
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -580,6 +641,13 @@ mod tests {
         assert_eq!(
             pathfinding_dijkstra_all(&cost, goal, CostModel::TenFourteen) + 1,
             reachable
+        );
+        // bracket-lib's map leaves its start at the initial "unvisited" value unless a way back
+        // into it is cheaper than nothing, so it reaches every other reachable cell.
+        let bracket = bracket_dijkstra_map(&cost, goal, CostModel::TenFourteen);
+        assert!(
+            bracket + 1 >= reachable && bracket <= reachable,
+            "{bracket} vs {reachable}"
         );
     }
 }

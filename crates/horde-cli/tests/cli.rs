@@ -194,6 +194,8 @@ fn bench_json_has_the_agreed_keys() {
         "timeslice_overhead",
         "repair_speedup",
         "moved_goal_speedup",
+        "integration_wave_ns",
+        "bracket_dijkstra_map_ns",
     ] {
         assert!(v.get(key).is_some(), "missing {key}");
     }
