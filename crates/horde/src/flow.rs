@@ -523,6 +523,41 @@ mod tests {
     }
 
     #[test]
+    fn vectorised_and_plain_kernels_agree() {
+        // Random terrain, walls and values (including unreachable cells), padded as the builder
+        // pads them; the dispatching kernel (AVX2 where the CPU has it) against the plain one.
+        let (w, h) = (37, 23);
+        let pw = w + 2;
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        for model in [CostModel::TenFourteen, CostModel::Octile] {
+            let mut costs = vec![WALL; pw * (h + 2)];
+            let mut dist = vec![UNREACHABLE; pw * (h + 2)];
+            for y in 1..=h {
+                for x in 1..=w {
+                    let r = next();
+                    if r % 6 != 0 {
+                        costs[y * pw + x] = 1 + (r >> 8) as u8 % 9;
+                        if r % 13 != 0 {
+                            dist[y * pw + x] = (r >> 20) as u32 % 5000;
+                        }
+                    }
+                }
+            }
+            let mut fast = vec![0u8; w * h];
+            let mut plain = vec![0u8; w * h];
+            derive(&costs, &dist, pw, model, &mut fast);
+            derive_rows(&costs, &dist, pw, model, &mut plain);
+            assert_eq!(fast, plain);
+        }
+    }
+
+    #[test]
     fn needs_a_built_integration_field() {
         let b = IntegrationBuilder::new();
         let mut f = FlowField::new(Grid::new(2, 2).unwrap());
