@@ -280,30 +280,71 @@ impl IntegrationBuilder {
 /// The flow kernel over padded costs and distances (a wall border one cell wide, walls and
 /// unreachable cells at [`UNREACHABLE`]), one row at a time.
 fn derive(costs: &[u8], dist: &[u32], pw: usize, model: CostModel, out: &mut [u8]) {
+    // Rows are independent: on large maps, bands of rows go to rayon's threads (the bytes are
+    // the same whatever the split).
+    #[cfg(feature = "parallel")]
+    {
+        const BAND_ROWS: usize = 64;
+        let w = pw - 2;
+        if out.len() >= 1 << 16 {
+            use rayon::prelude::*;
+            out.par_chunks_mut(w * BAND_ROWS)
+                .enumerate()
+                .for_each(|(k, band)| derive_band(costs, dist, pw, model, band, k * BAND_ROWS));
+            return;
+        }
+    }
+    derive_band(costs, dist, pw, model, out, 0);
+}
+
+/// Rows `first..` of the flow field into `out` (whole rows).
+fn derive_band(
+    costs: &[u8],
+    dist: &[u32],
+    pw: usize,
+    model: CostModel,
+    out: &mut [u8],
+    first: usize,
+) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above), the only requirement of a
             // `#[target_feature(enable = "avx2")]` function; the function itself is safe code.
-            unsafe { derive_avx2(costs, dist, pw, model, out) };
+            unsafe { derive_avx2(costs, dist, pw, model, out, first) };
             return;
         }
     }
-    derive_rows(costs, dist, pw, model, out);
+    derive_rows(costs, dist, pw, model, out, first);
 }
 
 /// The same kernel compiled for AVX2, so that the branch-free rows vectorise 8 cells wide.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn derive_avx2(costs: &[u8], dist: &[u32], pw: usize, model: CostModel, out: &mut [u8]) {
-    derive_rows(costs, dist, pw, model, out);
+fn derive_avx2(
+    costs: &[u8],
+    dist: &[u32],
+    pw: usize,
+    model: CostModel,
+    out: &mut [u8],
+    first: usize,
+) {
+    derive_rows(costs, dist, pw, model, out, first);
 }
 
 #[inline(always)]
-fn derive_rows(costs: &[u8], dist: &[u32], pw: usize, model: CostModel, out: &mut [u8]) {
+fn derive_rows(
+    costs: &[u8],
+    dist: &[u32],
+    pw: usize,
+    model: CostModel,
+    out: &mut [u8],
+    first: usize,
+) {
     let w = pw - 2;
     let (straight, diagonal) = (model.straight(), model.diagonal());
-    for (y, row) in out.chunks_exact_mut(w).enumerate() {
+    for (k, row) in out.chunks_exact_mut(w).enumerate() {
+        let y = first + k;
         let up = &dist[y * pw..(y + 1) * pw];
         let mid = &dist[(y + 1) * pw..(y + 2) * pw];
         let down = &dist[(y + 2) * pw..(y + 3) * pw];
@@ -525,35 +566,37 @@ mod tests {
     #[test]
     fn vectorised_and_plain_kernels_agree() {
         // Random terrain, walls and values (including unreachable cells), padded as the builder
-        // pads them; the dispatching kernel (AVX2 where the CPU has it) against the plain one.
-        let (w, h) = (37, 23);
-        let pw = w + 2;
-        let mut s = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
-        for model in [CostModel::TenFourteen, CostModel::Octile] {
-            let mut costs = vec![WALL; pw * (h + 2)];
-            let mut dist = vec![UNREACHABLE; pw * (h + 2)];
-            for y in 1..=h {
-                for x in 1..=w {
-                    let r = next();
-                    if r % 6 != 0 {
-                        costs[y * pw + x] = 1 + (r >> 8) as u8 % 9;
-                        if r % 13 != 0 {
-                            dist[y * pw + x] = (r >> 20) as u32 % 5000;
+        // pads them; the dispatching kernel (AVX2 where the CPU has it, bands of rows on threads
+        // for the large map) against the plain one.
+        for (w, h) in [(37, 23), (300, 230)] {
+            let pw = w + 2;
+            let mut s = 0x9e37_79b9_7f4a_7c15u64;
+            let mut next = move || {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                s
+            };
+            for model in [CostModel::TenFourteen, CostModel::Octile] {
+                let mut costs = vec![WALL; pw * (h + 2)];
+                let mut dist = vec![UNREACHABLE; pw * (h + 2)];
+                for y in 1..=h {
+                    for x in 1..=w {
+                        let r = next();
+                        if r % 6 != 0 {
+                            costs[y * pw + x] = 1 + (r >> 8) as u8 % 9;
+                            if r % 13 != 0 {
+                                dist[y * pw + x] = (r >> 20) as u32 % 5000;
+                            }
                         }
                     }
                 }
+                let mut fast = vec![0u8; w * h];
+                let mut plain = vec![0u8; w * h];
+                derive(&costs, &dist, pw, model, &mut fast);
+                derive_rows(&costs, &dist, pw, model, &mut plain, 0);
+                assert_eq!(fast, plain);
             }
-            let mut fast = vec![0u8; w * h];
-            let mut plain = vec![0u8; w * h];
-            derive(&costs, &dist, pw, model, &mut fast);
-            derive_rows(&costs, &dist, pw, model, &mut plain);
-            assert_eq!(fast, plain);
         }
     }
 
