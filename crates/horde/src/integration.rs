@@ -964,6 +964,33 @@ mod tests {
     }
 
     #[test]
+    fn large_maps_swept_in_parallel_bands_equal_the_wave() {
+        // Large enough for the parallel rounds (with the `parallel` feature), with terrain,
+        // several goals and both models.
+        for seed in 1..4u64 {
+            let mut cost = crate::maps::scattered_map(700, 420, seed).unwrap();
+            cost.fill_rect(UVec2::new(100, 50), UVec2::new(400, 60), 6)
+                .unwrap();
+            let open: Vec<UVec2> = (0..cost.grid().len())
+                .map(|i| cost.grid().cell(i))
+                .filter(|&c| cost.is_walkable(c))
+                .collect();
+            let goals: Vec<UVec2> = (0..seed as usize)
+                .map(|k| open[(k * 7919 + seed as usize * 104_729) % open.len()])
+                .collect();
+            for model in [CostModel::TenFourteen, CostModel::Octile] {
+                let mut wave = IntegrationBuilder::new();
+                wave.set_sweeps(false);
+                let want = wave.build(&cost, &goals, model).unwrap();
+                let got = IntegrationBuilder::new()
+                    .build(&cost, &goals, model)
+                    .unwrap();
+                assert_eq!(got, want, "seed {seed} {model:?}");
+            }
+        }
+    }
+
+    #[test]
     fn a_reused_builder_gives_the_same_field_as_a_fresh_one() {
         let mut cost = open(30, 20);
         cost.fill_rect(UVec2::new(5, 0), UVec2::new(6, 15), WALL)

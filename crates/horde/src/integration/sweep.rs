@@ -61,6 +61,11 @@ pub(crate) struct SweepScratch {
     cursor: SweepCursor,
     /// Base prices of a straight and a diagonal step in this build's model.
     prices: Prices,
+    /// Parallel rounds: a copy of the row beyond each band's edge, and a candidate row per band.
+    #[cfg(feature = "parallel")]
+    snapshot: Vec<u32>,
+    #[cfg(feature = "parallel")]
+    band_candidates: Vec<Vec<u32>>,
 }
 
 /// Base prices of a straight and a diagonal step; a step costs its base times the terrain of the
@@ -174,6 +179,20 @@ impl IntegrationBuilder {
         let dist = &mut self.dist[..];
         let costs = &self.costs[..];
         let stop_at = sc.cursor.work.saturating_add(budget as u64);
+        #[cfg(feature = "parallel")]
+        {
+            // A one-shot build of a large map: bands of rows on rayon's threads.
+            let fresh = sc.cursor.work == 0 && sc.cursor.k == 0 && sc.cursor.dir == 0;
+            let threads = rayon::current_num_threads();
+            if budget == usize::MAX && fresh && threads >= 2 && h >= 256 && pw * h >= 1 << 18 {
+                if !parallel_rounds(dist, costs, sc, pw, h, threads) {
+                    sc.skip = RETRY_AFTER;
+                    sc.skip_size = (pw, h);
+                    return SweepOutcome::HandOver;
+                }
+                return finish(dist, model);
+            }
+        }
         loop {
             while sc.cursor.k < h {
                 if sc.cursor.work >= stop_at {
@@ -201,21 +220,211 @@ impl IntegrationBuilder {
                 return SweepOutcome::HandOver;
             }
         }
-        // Back to the builder's conventions, checking the range the sweeps can represent.
-        let limit = INF - 1 - model.diagonal() * WALL as u32;
-        let mut reachable = 0usize;
-        let mut largest = 0u32;
-        for v in dist.iter_mut() {
-            let finite = *v < INF;
-            reachable += finite as usize;
-            largest = largest.max(if finite { *v } else { 0 });
-            *v = if finite { *v } else { UNREACHABLE };
-        }
-        if largest > limit {
-            return SweepOutcome::HandOver;
-        }
-        SweepOutcome::Done(reachable)
+        finish(dist, model)
     }
+}
+
+/// Back to the builder's conventions, checking the range the sweeps can represent.
+fn finish(dist: &mut [u32], model: CostModel) -> SweepOutcome {
+    let limit = INF - 1 - model.diagonal() * WALL as u32;
+    let mut reachable = 0usize;
+    let mut largest = 0u32;
+    for v in dist.iter_mut() {
+        let finite = *v < INF;
+        reachable += finite as usize;
+        largest = largest.max(if finite { *v } else { 0 });
+        *v = if finite { *v } else { UNREACHABLE };
+    }
+    if largest > limit {
+        return SweepOutcome::HandOver;
+    }
+    SweepOutcome::Done(reachable)
+}
+
+/// Rounds with the rows split into one band per thread, all bands swept at once. A band's first
+/// row reads the neighbouring band's edge row as it was before the pass (a copy), so news cross
+/// a band edge one pass later; the fixed point is the same. Returns false when the work passes
+/// the budget (the map goes to the wave).
+#[cfg(feature = "parallel")]
+fn parallel_rounds(
+    dist: &mut [u32],
+    costs: &[u8],
+    sc: &mut SweepScratch,
+    pw: usize,
+    h: usize,
+    threads: usize,
+) -> bool {
+    use rayon::prelude::*;
+    let bands = threads.min(h / 64).max(2);
+    let rows_per = h.div_ceil(bands);
+    let bands = h.div_ceil(rows_per);
+    sc.snapshot.resize(bands * pw, INF);
+    sc.band_candidates.resize_with(bands, Vec::new);
+    for c in &mut sc.band_candidates {
+        c.resize(pw, INF);
+    }
+    let prices = sc.prices;
+    let mut work = 0u64;
+    loop {
+        let mut changed = 0usize;
+        for upward in [false, true] {
+            // Each band's first row (in the pass's order) reads a copy of the row beyond it.
+            for k in 0..bands {
+                let (a, b) = (1 + k * rows_per, ((k + 1) * rows_per).min(h));
+                let pred = if upward { b + 1 } else { a - 1 };
+                sc.snapshot[k * pw..(k + 1) * pw]
+                    .copy_from_slice(&dist[pred * pw..(pred + 1) * pw]);
+            }
+            let [need_down, need_up] = &mut sc.need;
+            let results: Vec<BandResult> = dist[pw..(h + 1) * pw]
+                .par_chunks_mut(rows_per * pw)
+                .zip(need_down[1..=h].par_chunks_mut(rows_per))
+                .zip(need_up[1..=h].par_chunks_mut(rows_per))
+                .zip(sc.band_candidates.par_iter_mut())
+                .zip(sc.snapshot.par_chunks(pw))
+                .enumerate()
+                .map(|(k, ((((rows, need_down), need_up), cand), snap))| {
+                    sweep_band(
+                        rows,
+                        costs,
+                        [need_down, need_up],
+                        cand,
+                        snap,
+                        prices,
+                        Band {
+                            first: 1 + k * rows_per,
+                            pw,
+                            h,
+                            upward,
+                        },
+                    )
+                })
+                .collect();
+            for r in results {
+                changed += r.changed;
+                work += r.work;
+                for &(row, dir, span) in r.outgoing.iter().flatten() {
+                    sc.need[dir][row].add(span.lo, span.hi);
+                }
+            }
+        }
+        if changed == 0 {
+            return true;
+        }
+        if work > sc.cursor.budget {
+            return false;
+        }
+    }
+}
+
+/// Where a band lies and which way the pass goes.
+#[cfg(feature = "parallel")]
+#[derive(Clone, Copy)]
+struct Band {
+    /// Padded row index of the band's top row.
+    first: usize,
+    pw: usize,
+    h: usize,
+    upward: bool,
+}
+
+/// What a band's pass did: rows changed, columns swept, and needs for rows of other bands.
+#[cfg(feature = "parallel")]
+struct BandResult {
+    changed: usize,
+    work: u64,
+    outgoing: [Option<(usize, usize, Span)>; 2],
+}
+
+/// One pass over one band's rows (`rows` holds them, `need` their spans per direction).
+#[cfg(feature = "parallel")]
+fn sweep_band(
+    rows: &mut [u32],
+    costs: &[u8],
+    need: [&mut [Span]; 2],
+    cand: &mut [u32],
+    snapshot: &[u32],
+    prices: Prices,
+    band: Band,
+) -> BandResult {
+    let Band {
+        first,
+        pw,
+        h,
+        upward,
+    } = band;
+    let n = rows.len() / pw;
+    let last = first + n - 1;
+    let dir = upward as usize;
+    let [need_down, need_up] = need;
+    let mut out = BandResult {
+        changed: 0,
+        work: 0,
+        outgoing: [None, None],
+    };
+    for k in 0..n {
+        let local = if upward { n - 1 - k } else { k };
+        let y = first + local;
+        let slot = if dir == 0 {
+            &mut need_down[local]
+        } else {
+            &mut need_up[local]
+        };
+        let want = std::mem::replace(slot, EMPTY);
+        if want.lo > want.hi {
+            out.work += 1;
+            continue;
+        }
+        let lo = want.lo.max(1) as usize;
+        let hi = want.hi.min(pw as u32 - 2) as usize;
+        let r = y * pw;
+        let p = if upward { r + pw } else { r - pw };
+        let span = if k == 0 {
+            let cur = &mut rows[local * pw..(local + 1) * pw];
+            row_pass(
+                cur,
+                snapshot,
+                &costs[r..r + pw],
+                &costs[p..p + pw],
+                prices,
+                cand,
+                lo,
+                hi,
+            )
+        } else {
+            let pred_local = if upward { local + 1 } else { local - 1 };
+            let (cur, prev) = rows_mut(rows, local, pred_local, pw);
+            row_pass(
+                cur,
+                prev,
+                &costs[r..r + pw],
+                &costs[p..p + pw],
+                prices,
+                cand,
+                lo,
+                hi,
+            )
+        };
+        out.work += (hi + 1 - lo) as u64;
+        if span.lo > span.hi {
+            continue;
+        }
+        out.changed += 1;
+        let (slo, shi) = (span.lo - 1, span.hi + 1);
+        // The row below must look here on the next top-down pass, the row above on the next
+        // bottom-up one; rows beyond the band's edges are told after the pass.
+        if y < last {
+            need_down[local + 1].add(slo, shi);
+        } else if y < h {
+            out.outgoing[0] = Some((y + 1, 0, Span { lo: slo, hi: shi }));
+        }
+        if y > first {
+            need_up[local - 1].add(slo, shi);
+        } else if y > 1 {
+            out.outgoing[1] = Some((y - 1, 1, Span { lo: slo, hi: shi }));
+        }
+    }
+    out
 }
 
 /// Row `y` changed in columns `span`: the rows above and below must look there.
