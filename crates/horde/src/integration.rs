@@ -176,8 +176,9 @@ pub struct WaveStats {
 ///
 /// Memory: 5 bytes per cell of the padded grid `(width + 2) × (height + 2)`: a copy of the costs
 /// with a wall border (so no loop needs bounds tests) and the working distances (4); plus 16
-/// bytes per row for the sweeps' bookkeeping and the wave's bucket queue, whose entries are 4
-/// bytes and never exceed the number of cells pending at once.
+/// bytes per row for the sweeps' bookkeeping, two rows per thread for parallel sweeps, and the
+/// wave's bucket queue, whose entries are 4 bytes and never exceed the number of cells pending
+/// at once.
 #[derive(Debug, Default, Clone)]
 pub struct IntegrationBuilder {
     pub(crate) padded_width: usize,
