@@ -61,6 +61,9 @@ pub(crate) struct SweepScratch {
     cursor: SweepCursor,
     /// Base prices of a straight and a diagonal step in this build's model.
     prices: Prices,
+    /// The price of a straight step from each terrain value (walls: `WALL_STEP`), for the scans
+    /// along rows, where a table lookup is cheaper than the multiply and the wall test.
+    straight_table: Vec<u32>,
     /// Parallel rounds: a copy of the row beyond each band's edge, and a candidate row per band.
     #[cfg(feature = "parallel")]
     snapshot: Vec<u32>,
@@ -88,6 +91,12 @@ fn price(t: u8, base: u32) -> u32 {
 }
 
 impl SweepScratch {
+    fn table(&self) -> &[u32; 256] {
+        self.straight_table[..]
+            .try_into()
+            .expect("a price per terrain value")
+    }
+
     /// A build of this size was handed to the wave lately.
     #[cfg(test)]
     pub(crate) fn handed_over_lately(&self) -> bool {
@@ -139,6 +148,9 @@ impl IntegrationBuilder {
             straight: model.straight(),
             diagonal: model.diagonal(),
         };
+        sc.straight_table.clear();
+        sc.straight_table
+            .extend((0..=255u8).map(|t| price(t, model.straight())));
         let rows = h + 2;
         for dir in &mut sc.need {
             dir.clear();
@@ -155,13 +167,7 @@ impl IntegrationBuilder {
         for &(_, c) in seeds {
             let (y, x) = (c as usize / pw, (c as usize % pw) as u32);
             let row = &mut dist[y * pw..(y + 1) * pw];
-            let span = scan(
-                row,
-                &self.costs[y * pw..(y + 1) * pw],
-                sc.prices.straight,
-                x,
-                x,
-            );
+            let span = scan(row, &self.costs[y * pw..(y + 1) * pw], sc.table(), x, x);
             spread(sc, y, h, span);
         }
         sc.cursor = SweepCursor {
@@ -264,6 +270,8 @@ fn parallel_rounds(
         c.resize(pw, INF);
     }
     let prices = sc.prices;
+    let table: [u32; 256] = *sc.table();
+    let table = &table;
     let mut work = 0u64;
     loop {
         let mut changed = 0usize;
@@ -290,12 +298,13 @@ fn parallel_rounds(
                         [need_down, need_up],
                         cand,
                         snap,
-                        prices,
                         Band {
                             first: 1 + k * rows_per,
                             pw,
                             h,
                             upward,
+                            prices,
+                            table,
                         },
                     )
                 })
@@ -320,12 +329,14 @@ fn parallel_rounds(
 /// Where a band lies and which way the pass goes.
 #[cfg(feature = "parallel")]
 #[derive(Clone, Copy)]
-struct Band {
+struct Band<'a> {
     /// Padded row index of the band's top row.
     first: usize,
     pw: usize,
     h: usize,
     upward: bool,
+    prices: Prices,
+    table: &'a [u32; 256],
 }
 
 /// What a band's pass did: rows changed, columns swept, and needs for rows of other bands.
@@ -344,7 +355,6 @@ fn sweep_band(
     need: [&mut [Span]; 2],
     cand: &mut [u32],
     snapshot: &[u32],
-    prices: Prices,
     band: Band,
 ) -> BandResult {
     let Band {
@@ -352,6 +362,8 @@ fn sweep_band(
         pw,
         h,
         upward,
+        prices,
+        table,
     } = band;
     let n = rows.len() / pw;
     let last = first + n - 1;
@@ -387,6 +399,7 @@ fn sweep_band(
                 &costs[r..r + pw],
                 &costs[p..p + pw],
                 prices,
+                table,
                 cand,
                 lo,
                 hi,
@@ -400,6 +413,7 @@ fn sweep_band(
                 &costs[r..r + pw],
                 &costs[p..p + pw],
                 prices,
+                table,
                 cand,
                 lo,
                 hi,
@@ -463,12 +477,16 @@ fn sweep_row(
     let (cur, prev) = rows_mut(dist, y, pred, pw);
     let r = y * pw;
     let p = pred * pw;
+    let table: &[u32; 256] = sc.straight_table[..]
+        .try_into()
+        .expect("a price per terrain value");
     let span = row_pass(
         cur,
         prev,
         &costs[r..r + pw],
         &costs[p..p + pw],
         sc.prices,
+        table,
         &mut sc.candidates,
         lo,
         hi,
@@ -501,6 +519,7 @@ fn row_pass(
     terrain: &[u8],
     prev_terrain: &[u8],
     prices: Prices,
+    table: &[u32; 256],
     cand: &mut [u32],
     lo: usize,
     hi: usize,
@@ -511,11 +530,11 @@ fn row_pass(
             // SAFETY: the CPU supports AVX2 (checked just above), the only requirement of a
             // `#[target_feature(enable = "avx2")]` function; the function itself is safe code.
             unsafe { candidates_avx2(prev, terrain, prev_terrain, prices, cand, lo, hi) };
-            return settle(cur, terrain, prices.straight, cand, lo, hi);
+            return settle(cur, terrain, table, cand, lo, hi);
         }
     }
     candidates(prev, terrain, prev_terrain, prices, cand, lo, hi);
-    settle(cur, terrain, prices.straight, cand, lo, hi)
+    settle(cur, terrain, table, cand, lo, hi)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -578,21 +597,22 @@ fn candidates(
 fn settle(
     cur: &mut [u32],
     terrain: &[u8],
-    straight: u32,
+    straight: &[u32; 256],
     cand: &[u32],
     lo: usize,
     hi: usize,
 ) -> Span {
-    let mut first = usize::MAX;
-    let mut last = 0;
-    for (x, (c, &n)) in cur[lo..=hi].iter_mut().zip(&cand[lo..=hi]).enumerate() {
-        let better = n < *c;
-        *c = (*c).min(n);
-        last = if better { x } else { last };
-        first = if better { first.min(x) } else { first };
-    }
-    if first == usize::MAX {
+    let (row, offered) = (&mut cur[lo..=hi], &cand[lo..=hi]);
+    let Some(first) = row.iter().zip(offered).position(|(c, n)| n < c) else {
         return EMPTY;
+    };
+    let last = row
+        .iter()
+        .zip(offered)
+        .rposition(|(c, n)| n < c)
+        .expect("there is a first");
+    for (c, &n) in row[first..=last].iter_mut().zip(&offered[first..=last]) {
+        *c = (*c).min(n);
     }
     scan(
         cur,
@@ -607,18 +627,18 @@ fn settle(
 /// branches, then beyond it as far as cells keep improving (the row was consistent along itself
 /// before). Returns the columns that changed, `lo..=hi` included.
 #[inline]
-fn scan(cur: &mut [u32], terrain: &[u8], straight: u32, lo: u32, hi: u32) -> Span {
+fn scan(cur: &mut [u32], terrain: &[u8], straight: &[u32; 256], lo: u32, hi: u32) -> Span {
     let (lo, hi) = (lo as usize, hi as usize);
     let end = cur.len() - 1;
     let mut carry = cur[lo];
     for x in lo + 1..=hi {
-        carry = cur[x].min(carry + price(terrain[x], straight));
+        carry = cur[x].min(carry + straight[terrain[x] as usize]);
         cur[x] = carry;
     }
     let mut right = hi;
     let mut x = hi + 1;
     while x < end {
-        let v = carry + price(terrain[x], straight);
+        let v = carry + straight[terrain[x] as usize];
         if v >= cur[x] {
             break;
         }
@@ -629,14 +649,14 @@ fn scan(cur: &mut [u32], terrain: &[u8], straight: u32, lo: u32, hi: u32) -> Spa
     }
     let mut carry = cur[right];
     for x in (lo..right).rev() {
-        carry = cur[x].min(carry + price(terrain[x], straight));
+        carry = cur[x].min(carry + straight[terrain[x] as usize]);
         cur[x] = carry;
     }
     let mut left = lo;
     let mut x = lo;
     while x > 1 {
         x -= 1;
-        let v = carry + price(terrain[x], straight);
+        let v = carry + straight[terrain[x] as usize];
         if v >= cur[x] {
             break;
         }
@@ -721,7 +741,8 @@ mod tests {
             // A row consistent along itself: values from one source at its start.
             let mut row = vec![INF; n];
             row[1] = 0;
-            scan(&mut row, &terrain, 10, 1, 1);
+            let table: [u32; 256] = std::array::from_fn(|t| price(t as u8, 10));
+            scan(&mut row, &terrain, &table, 1, 1);
             let before = row.clone();
             // Improve one cell, then settle from it; a full scan from the start must agree.
             let x = 1 + seed as usize % (n - 2);
@@ -730,8 +751,8 @@ mod tests {
             }
             row[x] = row[x].min(3);
             let mut full = row.clone();
-            let span = scan(&mut row, &terrain, 10, x as u32, x as u32);
-            scan(&mut full, &terrain, 10, 1, (n - 2) as u32);
+            let span = scan(&mut row, &terrain, &table, x as u32, x as u32);
+            scan(&mut full, &terrain, &table, 1, (n - 2) as u32);
             assert_eq!(row, full, "seed {seed}");
             for (i, (&a, &b)) in row.iter().zip(&before).enumerate() {
                 if a != b {
