@@ -438,6 +438,18 @@ impl CostField {
     /// assert_eq!(field.walkable_count(), 64 - 6);
     /// ```
     pub fn fill_rect(&mut self, min: UVec2, max: UVec2, cost: u8) -> Result<(), CostError> {
+        self.check_rect(min, max, cost)?;
+        let w = self.grid.width() as usize;
+        for y in min.y..=max.y {
+            let row = y as usize * w;
+            self.costs[row + min.x as usize..=row + max.x as usize].fill(cost);
+        }
+        Ok(())
+    }
+
+    /// The checks of a rectangle edit (a cell is a rectangle of one): corners the right way
+    /// round, both on the map, and a cost other than 0.
+    fn check_rect(&self, min: UVec2, max: UVec2, cost: u8) -> Result<(), CostError> {
         if min.x > max.x || min.y > max.y {
             return Err(CostError::InvertedRect {
                 x0: min.x,
@@ -450,11 +462,6 @@ impl CostField {
         self.grid.index(max)?;
         if cost == 0 {
             return Err(CostError::ZeroCost { x: min.x, y: min.y });
-        }
-        let w = self.grid.width() as usize;
-        for y in min.y..=max.y {
-            let row = y as usize * w;
-            self.costs[row + min.x as usize..=row + max.x as usize].fill(cost);
         }
         Ok(())
     }
@@ -478,30 +485,8 @@ impl CostField {
     pub fn apply_edits(&mut self, edits: &[CostEdit]) -> Result<Vec<UVec2>, CostError> {
         for edit in edits {
             match *edit {
-                CostEdit::Cell { cell, cost } => {
-                    self.grid.index(cell)?;
-                    if cost == 0 {
-                        return Err(CostError::ZeroCost {
-                            x: cell.x,
-                            y: cell.y,
-                        });
-                    }
-                }
-                CostEdit::Rect { min, max, cost } => {
-                    if min.x > max.x || min.y > max.y {
-                        return Err(CostError::InvertedRect {
-                            x0: min.x,
-                            y0: min.y,
-                            x1: max.x,
-                            y1: max.y,
-                        });
-                    }
-                    self.grid.index(min)?;
-                    self.grid.index(max)?;
-                    if cost == 0 {
-                        return Err(CostError::ZeroCost { x: min.x, y: min.y });
-                    }
-                }
+                CostEdit::Cell { cell, cost } => self.check_rect(cell, cell, cost)?,
+                CostEdit::Rect { min, max, cost } => self.check_rect(min, max, cost)?,
             }
         }
         // Remember the first old cost of every touched cell; a cell counts as changed when its

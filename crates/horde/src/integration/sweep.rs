@@ -391,34 +391,24 @@ fn sweep_band(
         let hi = want.hi.min(pw as u32 - 2) as usize;
         let r = y * pw;
         let p = if upward { r + pw } else { r - pw };
-        let span = if k == 0 {
-            let cur = &mut rows[local * pw..(local + 1) * pw];
-            row_pass(
-                cur,
-                snapshot,
-                &costs[r..r + pw],
-                &costs[p..p + pw],
-                prices,
-                table,
-                cand,
-                lo,
-                hi,
-            )
+        // The band's first row reads the copy of the row beyond the band's edge.
+        let (cur, prev) = if k == 0 {
+            (&mut rows[local * pw..(local + 1) * pw], snapshot)
         } else {
             let pred_local = if upward { local + 1 } else { local - 1 };
-            let (cur, prev) = rows_mut(rows, local, pred_local, pw);
-            row_pass(
-                cur,
-                prev,
-                &costs[r..r + pw],
-                &costs[p..p + pw],
-                prices,
-                table,
-                cand,
-                lo,
-                hi,
-            )
+            rows_mut(rows, local, pred_local, pw)
         };
+        let span = row_pass(
+            cur,
+            prev,
+            &costs[r..r + pw],
+            &costs[p..p + pw],
+            prices,
+            table,
+            cand,
+            lo,
+            hi,
+        );
         out.work += (hi + 1 - lo) as u64;
         if span.lo > span.hi {
             continue;
