@@ -1080,6 +1080,8 @@ struct Contacts {
     push: Vec2,
     /// Touching an arrived agent of its group that is nearer the goal.
     blocked_by_arrived: bool,
+    /// Touching an arrived agent of its group that lies ahead along the desired direction.
+    queued_behind_arrived: bool,
     /// Half of every overlap, as a displacement away from the neighbours.
     unpenetrate: Vec2,
     /// Unit vectors from touching neighbours to the agent.
@@ -1208,7 +1210,7 @@ impl StepContext<'_> {
         }
 
         // Separation from the k nearest neighbours (DetourCrowd's kernel).
-        let contact = self.separation(i, p, radius, state, grp.goal, dist_goal);
+        let contact = self.separation(i, p, radius, state, grp.goal, dist_goal, desired);
         let (sep, blocked_by_arrived, unpenetrate) = (
             contact.push,
             contact.blocked_by_arrived,
@@ -1281,8 +1283,9 @@ impl StepContext<'_> {
             *anchor = dist_goal;
             *timer = 0.0;
         } else if *timer >= cfg.stuck_time {
-            if dist_goal <= pile + cfg.slowdown_radius {
-                // Held up this near the goal, by others who got there first: as close as it
+            if dist_goal <= pile + cfg.slowdown_radius || contact.queued_behind_arrived {
+                // Held up near the goal, or in a queue behind the agents that got there first
+                // (in a winding corridor the queue reaches beyond the pile): as close as it
                 // will get.
                 state = AgentState::Arrived;
                 *timer = 0.0;
@@ -1319,6 +1322,7 @@ impl StepContext<'_> {
     }
 
     /// The separation push and the contacts with the nearest neighbours.
+    #[allow(clippy::too_many_arguments)]
     fn separation(
         &self,
         i: usize,
@@ -1327,6 +1331,7 @@ impl StepContext<'_> {
         state: AgentState,
         goal: Vec2,
         dist_goal: f32,
+        desired: Vec2,
     ) -> Contacts {
         let cfg = self.config;
         let ng = self.neighbours;
@@ -1334,6 +1339,7 @@ impl StepContext<'_> {
         let mut contacts = Contacts {
             push: Vec2::ZERO,
             blocked_by_arrived: false,
+            queued_behind_arrived: false,
             unpenetrate: Vec2::ZERO,
             normals: [Vec2::ZERO; 16],
             touching: 0,
@@ -1378,6 +1384,7 @@ impl StepContext<'_> {
         let mut sum = Vec2::ZERO;
         let mut unpenetrate = Vec2::ZERO;
         let mut blocked = false;
+        let mut queued = false;
         for &(d2, j, e, diff) in &best[..count] {
             let e = e as usize;
             let d = d2.sqrt();
@@ -1389,6 +1396,15 @@ impl StepContext<'_> {
                 && self.group_of[j as usize] == self.group_of[i]
             {
                 blocked = true;
+            }
+            // An arrived agent of the same group right ahead on the way (the way may wind, so
+            // "ahead" is along the desired direction, not straight at the goal).
+            if other == AgentState::Arrived
+                && d < touch
+                && desired.dot(-diff) > 0.3 * d
+                && self.group_of[j as usize] == self.group_of[i]
+            {
+                queued = true;
             }
             let w = 1.0 - d2 / reach2;
             let dir = coincident_safe_dir(diff, d, i as u32, j);
@@ -1414,6 +1430,7 @@ impl StepContext<'_> {
             Vec2::ZERO
         };
         contacts.blocked_by_arrived = blocked;
+        contacts.queued_behind_arrived = queued;
         contacts.unpenetrate = unpenetrate;
         contacts
     }
