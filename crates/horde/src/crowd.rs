@@ -277,7 +277,6 @@ pub struct Crowd {
     free_ids: Vec<u32>,
     alive: usize,
     neighbours: NeighbourGrid,
-    visited: Vec<u64>,
     /// Per group: how far from the goal its pile of arrived agents reaches (from the last step).
     piles: Vec<f32>,
     pile_parts: Vec<(f32, f32)>,
@@ -299,6 +298,8 @@ struct AgentRecord {
 }
 
 const ALIVE: u8 = 1;
+/// Neighbour candidates measured together by [`NeighbourGrid::for_each_near`].
+const LANES: usize = 8;
 const STUCK: u8 = 2;
 
 /// Uniform grid of the agents' positions, rebuilt every step by a counting sort, with a
@@ -307,6 +308,8 @@ const STUCK: u8 = 2;
 struct NeighbourGrid {
     /// Smallest cell side: the longest distance at which agents interact.
     reach: f32,
+    /// The widest radius of a living agent.
+    widest: f32,
     extent: Vec2,
     origin: Vec2,
     cell: f32,
@@ -315,28 +318,19 @@ struct NeighbourGrid {
     rows: u32,
     /// `starts[c]..starts[c + 1]` are the sorted entries of cell `c`.
     starts: Vec<u32>,
-    /// Scratch for the counting sort.
-    cursor: Vec<u32>,
     /// Slot of each sorted entry.
     slots: Vec<u32>,
-    /// Position of each sorted entry.
-    points: Vec<Vec2>,
+    /// Position of each sorted entry, x and y apart (so that [`Self::for_each_near`] measures
+    /// eight at once), padded by [`LANES`] entries out of everyone's reach.
+    xs: Vec<f32>,
+    ys: Vec<f32>,
     /// State of each sorted entry before the step.
     states: Vec<AgentState>,
 }
 
 impl NeighbourGrid {
     fn cell_xy(&self, p: Vec2) -> (u32, u32) {
-        // Clamped at 0 first, so truncation is the floor (and needs no libm call).
-        let g = ((p - self.origin) * self.inv_cell).max(Vec2::ZERO);
-        let x = (g.x as u32).min(self.cols - 1);
-        let y = (g.y as u32).min(self.rows - 1);
-        (x, y)
-    }
-
-    fn cell_index(&self, p: Vec2) -> u32 {
-        let (x, y) = self.cell_xy(p);
-        y * self.cols + x
+        cell_xy(p, self.origin, self.inv_cell, self.cols, self.rows)
     }
 
     /// The sorted entries within `reach` cells around `p`, as ranges, row by row.
@@ -350,6 +344,49 @@ impl NeighbourGrid {
             let last = (y * self.cols + x1) as usize;
             self.starts[first] as usize..self.starts[last + 1] as usize
         })
+    }
+
+    /// Call `visit(j, p - points[j], distance²)` for every entry `j != me` of the 3 × 3 block
+    /// around `p` that lies closer than `sqrt(within2)`, in entry order. Entries are measured
+    /// [`LANES`] at a time in a fixed-width loop without branches (the compiler vectorises it),
+    /// so only the few in range reach branchy code; the snapshot is padded for the last chunk.
+    #[inline(always)]
+    fn for_each_near(
+        &self,
+        p: Vec2,
+        me: usize,
+        within2: f32,
+        mut visit: impl FnMut(usize, Vec2, f32),
+    ) {
+        let (cx, cy) = self.cell_xy(p);
+        let (x0, x1) = (cx.saturating_sub(1), (cx + 1).min(self.cols - 1));
+        let (y0, y1) = (cy.saturating_sub(1), (cy + 1).min(self.rows - 1));
+        for y in y0..y1 + 1 {
+            let row = (y * self.cols) as usize;
+            let mut e = self.starts[row + x0 as usize] as usize;
+            let end = self.starts[row + x1 as usize + 1] as usize;
+            while e < end {
+                let xs: &[f32; LANES] = self.xs[e..e + LANES]
+                    .try_into()
+                    .expect("the snapshot is padded by LANES entries");
+                let ys: &[f32; LANES] = self.ys[e..e + LANES].try_into().expect("padded");
+                let mut mask = near_mask(p, xs, ys, within2);
+                if end - e < LANES {
+                    mask &= (1 << (end - e)) - 1;
+                }
+                let own = me.wrapping_sub(e);
+                if own < LANES {
+                    mask &= !(1 << own);
+                }
+                while mask != 0 {
+                    let j = e + mask.trailing_zeros() as usize;
+                    mask &= mask - 1;
+                    let diff = p - self.point(j);
+                    visit(j, diff, diff.length_squared());
+                }
+                e += LANES;
+            }
+        }
     }
 
     /// Sort the living agents into cells. The cell side is at least `reach` (so a 3 × 3 block
@@ -368,6 +405,7 @@ impl NeighbourGrid {
             .zip(flags)
             .filter(|&(_, &f)| f & ALIVE != 0)
             .fold(0.0f32, |m, (&r, _)| m.max(r));
+        self.widest = max_radius;
         let reach = self.reach.max(2.0 * max_radius);
         let area = (self.extent.x * self.extent.y).max(1e-6);
         self.cell = reach.max((area / (4 * alive.max(1)) as f32).sqrt());
@@ -379,12 +417,25 @@ impl NeighbourGrid {
             .max(self.extent.y / self.rows as f32);
         self.inv_cell = self.cell.recip();
         let cells = (self.cols * self.rows) as usize;
+        // Every slot's cell (u32::MAX for removed agents), found in parallel and parked as bits
+        // in the snapshot's x column until the snapshot is rewritten below.
+        let n_old = positions.len();
+        let (origin, inv_cell, cols, rows) = (self.origin, self.inv_cell, self.cols, self.rows);
+        self.xs.resize(n_old, 0.0);
+        fill(&mut self.xs, |i| {
+            let cell = if flags[i] & ALIVE != 0 {
+                cell_index(positions[i], origin, inv_cell, cols, rows)
+            } else {
+                u32::MAX
+            };
+            f32::from_bits(cell)
+        });
         self.starts.clear();
         self.starts.resize(cells + 1, 0);
-        for (&p, &f) in positions.iter().zip(flags) {
-            if f & ALIVE != 0 {
-                let c = self.cell_index(p) as usize;
-                self.starts[c + 1] += 1;
+        for &key in &self.xs {
+            let c = key.to_bits();
+            if c != u32::MAX {
+                self.starts[c as usize + 1] += 1;
             }
         }
         // Prefix sums, with the running total in a register.
@@ -395,29 +446,42 @@ impl NeighbourGrid {
         }
         let n = self.starts[cells] as usize;
         self.slots.resize(n, 0);
-        self.points.resize(n, Vec2::ZERO);
-        self.states.resize(n, AgentState::Moving);
         // Fill in slot order so that each cell's entries stay sorted by slot: deterministic.
-        self.cursor.clear();
-        self.cursor.extend_from_slice(&self.starts[..cells]);
-        for (i, (&p, &f)) in positions.iter().zip(flags).enumerate() {
-            if f & ALIVE != 0 {
-                let c = self.cell_index(p) as usize;
-                let k = self.cursor[c] as usize;
-                self.cursor[c] += 1;
+        // `starts[c]` serves as cell c's cursor, and ends at the start of cell c + 1.
+        for (i, &key) in self.xs.iter().enumerate() {
+            let c = key.to_bits();
+            if c != u32::MAX {
+                let k = self.starts[c as usize] as usize;
+                self.starts[c as usize] += 1;
                 self.slots[k] = i as u32;
-                self.points[k] = p;
-                self.states[k] = states[i];
             }
         }
+        self.starts.copy_within(0..cells, 1);
+        self.starts[0] = 0;
+        // The snapshot, gathered in sorted order.
+        let slots = &self.slots;
+        self.xs.resize(n, 0.0);
+        self.ys.resize(n, 0.0);
+        self.states.resize(n, AgentState::Moving);
+        fill(&mut self.xs, |k| positions[slots[k] as usize].x);
+        fill(&mut self.ys, |k| positions[slots[k] as usize].y);
+        fill(&mut self.states, |k| states[slots[k] as usize]);
+        self.xs.extend_from_slice(&[f32::INFINITY; LANES]);
+        self.ys.extend_from_slice(&[f32::INFINITY; LANES]);
     }
 
     /// Take new positions into the snapshot without re-sorting (agents move under half a cell
-    /// per pass, and a 3 × 3 block still holds every neighbour in reach).
+    /// per pass, and a 3 × 3 block still holds every neighbour in reach). Only after the step
+    /// sorted the agents, when slot `k` is entry `k`.
     fn refresh_points(&mut self, positions: &[Vec2]) {
-        for (point, &slot) in self.points.iter_mut().zip(&self.slots) {
-            *point = positions[slot as usize];
+        for ((x, y), p) in self.xs.iter_mut().zip(&mut self.ys).zip(positions) {
+            (*x, *y) = (p.x, p.y);
         }
+    }
+
+    /// Position of a sorted entry.
+    fn point(&self, e: usize) -> Vec2 {
+        Vec2::new(self.xs[e], self.ys[e])
     }
 }
 
@@ -459,7 +523,6 @@ impl Crowd {
             id_generations: Vec::new(),
             free_ids: Vec::new(),
             alive: 0,
-            visited: Vec::new(),
             piles: Vec::new(),
             pile_parts: Vec::new(),
         })
@@ -582,89 +645,59 @@ impl Crowd {
         self.ids.push(r.id);
     }
 
-    fn record(&self, i: usize) -> AgentRecord {
-        AgentRecord {
-            position: self.positions[i],
-            velocity: self.velocities[i],
-            radius: self.radii[i],
-            max_speed: self.max_speeds[i],
-            group: self.groups[i],
-            state: self.states[i],
-            flags: self.flags[i],
-            anchor: self.anchors[i],
-            timer: self.timers[i],
-            id: self.ids[i],
-        }
-    }
-
-    fn set_record(&mut self, i: usize, r: AgentRecord) {
-        self.positions[i] = r.position;
-        self.velocities[i] = r.velocity;
-        self.radii[i] = r.radius;
-        self.max_speeds[i] = r.max_speed;
-        self.groups[i] = r.group;
-        self.states[i] = r.state;
-        self.flags[i] = r.flags;
-        self.anchors[i] = r.anchor;
-        self.timers[i] = r.timer;
-        self.ids[i] = r.id;
-    }
-
-    /// Sort the living agents by neighbour-grid cell, dropping removed ones: the grid's sort
-    /// order is applied to every slot array in place (cycle by cycle), so that afterwards slot
-    /// `k` is the grid's entry `k`.
+    /// Sort the living agents by neighbour-grid cell, dropping removed ones, so that afterwards
+    /// slot `k` is the grid's entry `k`. The grid's snapshot already holds the positions in the
+    /// new order, so the old positions' buffer serves as scratch through which every other
+    /// array is gathered (in parallel): sorting costs no memory beyond the grid.
     fn sort_agents(&mut self) {
         self.rebuild_neighbours();
-        let n_old = self.positions.len();
         let live = self.neighbours.slots.len();
-        // The full permutation: living agents in grid order, then the removed ones.
-        let mut order = std::mem::take(&mut self.neighbours.slots);
-        let dead_start = order.len();
-        for i in 0..n_old {
-            if self.flags[i] & ALIVE == 0 {
-                order.push(i as u32);
-            }
-        }
-        debug_assert_eq!(order.len(), n_old);
-        self.visited.clear();
-        self.visited.resize(n_old.div_ceil(64), 0);
-        for start in 0..n_old {
-            if self.visited[start / 64] >> (start % 64) & 1 == 1 {
-                continue;
-            }
-            // Gather along the cycle: slot j takes the record from slot order[j].
-            let held = self.record(start);
-            let mut j = start;
-            loop {
-                self.visited[j / 64] |= 1 << (j % 64);
-                let from = order[j] as usize;
-                if from == start {
-                    self.set_record(j, held);
-                    break;
-                }
-                let r = self.record(from);
-                self.set_record(j, r);
-                j = from;
-            }
-        }
-        order.truncate(dead_start);
-        for (k, slot) in order.iter_mut().enumerate() {
-            *slot = k as u32;
-        }
-        self.neighbours.slots = order;
-        self.positions.truncate(live);
+        let order = &self.neighbours.slots;
+        let mut scratch = std::mem::take(&mut self.positions);
+        scratch.resize(scratch.len().max(live), Vec2::ZERO);
+
+        let velocities = &self.velocities;
+        gather(order, &mut scratch, |o| velocities[o]);
+        std::mem::swap(&mut self.velocities, &mut scratch);
         self.velocities.truncate(live);
-        self.radii.truncate(live);
-        self.max_speeds.truncate(live);
-        self.groups.truncate(live);
-        self.states.truncate(live);
-        self.flags.truncate(live);
-        self.anchors.truncate(live);
-        self.timers.truncate(live);
-        self.ids.truncate(live);
+        scratch.resize(scratch.len().max(live), Vec2::ZERO);
+
+        // The other fields go two at a time, as the bits of a `Vec2`'s lanes (moving an `f32`
+        // keeps its bits exactly).
+        let (radii, speeds) = (&self.radii, &self.max_speeds);
+        gather(order, &mut scratch, |o| Vec2::new(radii[o], speeds[o]));
+        unpack(
+            &scratch[..live],
+            &mut self.radii,
+            &mut self.max_speeds,
+            |v| (v.x, v.y),
+        );
+        let (anchors, timers) = (&self.anchors, &self.timers);
+        gather(order, &mut scratch, |o| Vec2::new(anchors[o], timers[o]));
+        unpack(&scratch[..live], &mut self.anchors, &mut self.timers, |v| {
+            (v.x, v.y)
+        });
+        let (ids, groups, flags) = (&self.ids, &self.groups, &self.flags);
+        gather(order, &mut scratch, |o| {
+            let tag = groups[o] as u32 | (flags[o] as u32) << 16;
+            Vec2::new(f32::from_bits(ids[o]), f32::from_bits(tag))
+        });
+        unpack(&scratch[..live], &mut self.ids, &mut self.groups, |v| {
+            (v.x.to_bits(), v.y.to_bits() as u16)
+        });
+        self.flags.resize(live, 0);
+        let tags = &scratch[..live];
+        fill(&mut self.flags, |k| (tags[k].y.to_bits() >> 16) as u8);
+        self.states.clear();
+        self.states.extend_from_slice(&self.neighbours.states);
         for (k, &id) in self.ids.iter().enumerate() {
             self.id_slots[id as usize] = k as u32;
         }
+
+        scratch.truncate(live);
+        let ng = &self.neighbours;
+        fill(&mut scratch, |k| ng.point(k));
+        self.positions = scratch;
     }
 
     /// The map grid.
@@ -941,22 +974,16 @@ impl Crowd {
             let p = *pos;
             let r = radii[i];
             let mut shift = Vec2::ZERO;
-            for range in ng.around(p) {
-                for e in range {
-                    let j = ng.slots[e];
-                    if j as usize == i {
-                        continue;
-                    }
-                    let diff = p - ng.points[e];
-                    let touch = r + radii[j as usize];
-                    let d2 = diff.length_squared();
-                    if d2 < touch * touch {
-                        let d = d2.sqrt();
-                        let overlap = touch - d;
-                        shift += coincident_safe_dir(diff, d, i as u32, j) * (overlap * 0.5);
-                    }
+            // Slot j is the grid's entry j (the step sorted the agents).
+            let within = r + ng.widest;
+            ng.for_each_near(p, i, within * within, |j, diff, d2| {
+                let touch = r + radii[j];
+                if d2 < touch * touch {
+                    let d = d2.sqrt();
+                    let overlap = touch - d;
+                    shift += coincident_safe_dir(diff, d, i as u32, j as u32) * (overlap * 0.5);
                 }
-            }
+            });
             if shift != Vec2::ZERO {
                 *pos = ctx.slide(p, shift.clamp_length_max(0.45 * grid.cell_size()), r);
             }
@@ -970,7 +997,8 @@ impl Crowd {
         self.rebuild_neighbours();
         let ng = &self.neighbours;
         let mut worst = 0.0f32;
-        for (k, (&p, &slot)) in ng.points.iter().zip(&ng.slots).enumerate() {
+        for (k, &slot) in ng.slots.iter().enumerate() {
+            let p = ng.point(k);
             let ri = self.radii[slot as usize];
             for range in ng.around(p) {
                 for e in range {
@@ -978,7 +1006,7 @@ impl Crowd {
                         continue;
                     }
                     let sum = ri + self.radii[ng.slots[e] as usize];
-                    let d2 = p.distance_squared(ng.points[e]);
+                    let d2 = p.distance_squared(ng.point(e));
                     if d2 < sum * sum {
                         worst = worst.max((sum - d2.sqrt()) / sum);
                     }
@@ -987,6 +1015,102 @@ impl Crowd {
         }
         worst
     }
+}
+
+/// The neighbour-grid cell (column, row) of a position, clamped to the grid.
+#[inline(always)]
+fn cell_xy(p: Vec2, origin: Vec2, inv_cell: f32, cols: u32, rows: u32) -> (u32, u32) {
+    // Clamped at 0 first, so truncation is the floor (and needs no libm call).
+    let g = ((p - origin) * inv_cell).max(Vec2::ZERO);
+    // Signed conversions are cheaper; both saturate, and the grid is under 2^31 cells wide.
+    let x = (g.x as i32 as u32).min(cols - 1);
+    let y = (g.y as i32 as u32).min(rows - 1);
+    (x, y)
+}
+
+/// The neighbour-grid cell index of a position.
+#[inline(always)]
+fn cell_index(p: Vec2, origin: Vec2, inv_cell: f32, cols: u32, rows: u32) -> u32 {
+    let (x, y) = cell_xy(p, origin, inv_cell, cols, rows);
+    y * cols + x
+}
+
+/// Bit `l` set where `(xs[l], ys[l])` lies closer to `p` than `sqrt(within2)`; the distance
+/// is computed as [`Vec2::length_squared`] computes it, so it has the same bits.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline(always)]
+fn near_mask(p: Vec2, xs: &[f32; LANES], ys: &[f32; LANES], within2: f32) -> u32 {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is enabled at compile time (the cfg above; every x86-64 CPU has it), and
+    // each unaligned load reads 4 floats at offset 0 or 4 of an array of 8. The compiler does
+    // not find the compare-to-bitmask pattern on its own (its reduction costs 3x the
+    // instructions); `near_mask_agrees_with_the_scalar_distance` covers this against
+    // `near_mask_scalar`.
+    unsafe {
+        let (px, py, w2) = (_mm_set1_ps(p.x), _mm_set1_ps(p.y), _mm_set1_ps(within2));
+        let half = |l: usize| {
+            let x = _mm_loadu_ps(xs.as_ptr().add(l));
+            let y = _mm_loadu_ps(ys.as_ptr().add(l));
+            let (dx, dy) = (_mm_sub_ps(px, x), _mm_sub_ps(py, y));
+            let d2 = _mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy));
+            _mm_movemask_ps(_mm_cmplt_ps(d2, w2)) as u32
+        };
+        half(0) | half(4) << 4
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+#[inline(always)]
+fn near_mask(p: Vec2, xs: &[f32; LANES], ys: &[f32; LANES], within2: f32) -> u32 {
+    near_mask_scalar(p, xs, ys, within2)
+}
+
+/// [`near_mask`] one lane at a time.
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
+fn near_mask_scalar(p: Vec2, xs: &[f32; LANES], ys: &[f32; LANES], within2: f32) -> u32 {
+    let mut mask = 0u32;
+    for l in 0..LANES {
+        let d2 = (p - Vec2::new(xs[l], ys[l])).length_squared();
+        mask |= ((d2 < within2) as u32) << l;
+    }
+    mask
+}
+
+/// `out[k] = value(k)` for every `k` (in parallel with `parallel`).
+fn fill<T: Send>(out: &mut [T], value: impl Fn(usize) -> T + Sync) {
+    #[cfg(feature = "parallel")]
+    {
+        use rayon::prelude::*;
+        out.par_iter_mut()
+            .enumerate()
+            .with_min_len(4096)
+            .for_each(|(k, o)| *o = value(k));
+    }
+    #[cfg(not(feature = "parallel"))]
+    for (k, o) in out.iter_mut().enumerate() {
+        *o = value(k);
+    }
+}
+
+/// `out[k] = value(order[k])` for every sorted entry `k` (in parallel with `parallel`).
+fn gather(order: &[u32], out: &mut [Vec2], value: impl Fn(usize) -> Vec2 + Sync) {
+    fill(&mut out[..order.len()], |k| value(order[k] as usize));
+}
+
+/// Split gathered pairs back into their two arrays, which end up `packed.len()` long.
+fn unpack<A, B>(
+    packed: &[Vec2],
+    a: &mut Vec<A>,
+    b: &mut Vec<B>,
+    split: impl Fn(Vec2) -> (A, B) + Sync,
+) where
+    A: Copy + Default + Send,
+    B: Copy + Default + Send,
+{
+    a.resize(packed.len(), A::default());
+    b.resize(packed.len(), B::default());
+    fill(a, |k| split(packed[k]).0);
+    fill(b, |k| split(packed[k]).1);
 }
 
 fn finite_vec(what: &'static str, v: Vec2) -> Result<(), CrowdError> {
@@ -1009,52 +1133,57 @@ struct WallContext<'a> {
 }
 
 impl WallContext<'_> {
-    fn wall_at(&self, p: Vec2) -> bool {
-        match self.grid.world_to_cell(p) {
-            Some(c) => self.costs[c.y as usize * self.grid.width() as usize + c.x as usize] == WALL,
-            None => true,
-        }
-    }
-
     /// Move by `step` (under half a cell), one axis at a time, never into a wall cell: the body
     /// slides along walls, and a diagonal move is two straight ones, so it cannot squeeze
     /// between two wall corners. Then keep the body `radius` off the walls beside it where
     /// the cell leaves room.
     fn slide(&self, p: Vec2, step: Vec2, radius: f32) -> Vec2 {
-        let mut pos = p;
-        let try_x = Vec2::new(pos.x + step.x, pos.y);
-        if !self.wall_at(try_x) {
-            pos = try_x;
+        let g = self.grid;
+        let w = g.width() as usize;
+        // Each axis's cell is found once (as `world_to_cell` finds it) and kept while the body
+        // does not move along that axis.
+        let open = |cx: Option<u32>, cy: Option<u32>| match (cx, cy) {
+            (Some(x), Some(y)) => self.costs[y as usize * w + x as usize] != WALL,
+            _ => false,
+        };
+        let (mut x, mut y) = (p.x, p.y);
+        let (mut cx, mut cy) = (g.column_of(x), g.row_of(y));
+        let (nx, ncx) = (x + step.x, g.column_of(x + step.x));
+        if open(ncx, cy) {
+            (x, cx) = (nx, ncx);
         }
-        let try_y = Vec2::new(pos.x, pos.y + step.y);
-        if !self.wall_at(try_y) {
-            pos = try_y;
+        let (ny, ncy) = (y + step.y, g.row_of(y + step.y));
+        if open(cx, ncy) {
+            (y, cy) = (ny, ncy);
         }
-        self.push_off_walls(pos, radius.min(0.45 * self.grid.cell_size()))
+        let pos = Vec2::new(x, y);
+        match (cx, cy) {
+            (Some(cx), Some(cy)) => {
+                self.push_off_walls(pos, UVec2::new(cx, cy), radius.min(0.45 * g.cell_size()))
+            }
+            _ => pos,
+        }
     }
 
-    fn push_off_walls(&self, p: Vec2, r: f32) -> Vec2 {
+    /// Keep a body of radius `r` at `p`, in cell `c`, off the walls beside it.
+    fn push_off_walls(&self, p: Vec2, c: UVec2, r: f32) -> Vec2 {
         let g = self.grid;
-        let Some(c) = g.world_to_cell(p) else {
-            return p;
-        };
         let lo = g.origin() + c.as_vec2() * g.cell_size();
         let hi = lo + g.cell_size();
-        let wall = |dx: i32, dy: i32| {
-            let (x, y) = (c.x as i64 + dx as i64, c.y as i64 + dy as i64);
-            !g.contains(x, y) || self.costs[y as usize * g.width() as usize + x as usize] == WALL
-        };
+        let (w, h) = (g.width() as usize, g.height() as usize);
+        let (x, y) = (c.x as usize, c.y as usize);
+        let i = y * w + x;
         let mut q = p;
-        if wall(-1, 0) {
+        if x == 0 || self.costs[i - 1] == WALL {
             q.x = q.x.max(lo.x + r);
         }
-        if wall(1, 0) {
+        if x + 1 == w || self.costs[i + 1] == WALL {
             q.x = q.x.min(hi.x - r);
         }
-        if wall(0, -1) {
+        if y == 0 || self.costs[i - w] == WALL {
             q.y = q.y.max(lo.y + r);
         }
-        if wall(0, 1) {
+        if y + 1 == h || self.costs[i + w] == WALL {
             q.y = q.y.min(hi.y - r);
         }
         q
@@ -1351,42 +1480,34 @@ impl StepContext<'_> {
         let reach2 = reach * reach;
         // The k nearest, kept sorted by (distance², slot) so that ties break the same way on
         // every run.
-        let mut best: [(f32, u32, u32, Vec2); 16] = [(f32::INFINITY, u32::MAX, 0, Vec2::ZERO); 16];
+        let mut best: [(f32, u32); 16] = [(f32::INFINITY, u32::MAX); 16];
         let mut count = 0usize;
-        for range in ng.around(p) {
-            for e in range {
-                let j = ng.slots[e];
-                if j as usize == i {
-                    continue;
-                }
-                let diff = p - ng.points[e];
-                let d2 = diff.length_squared();
-                if d2 >= reach2 {
-                    continue;
-                }
-                let entry = (d2, j, e as u32, diff);
-                if count < k {
-                    best[count] = entry;
-                    count += 1;
-                } else if (d2, j) < (best[k - 1].0, best[k - 1].1) {
-                    best[k - 1] = entry;
-                } else {
-                    continue;
-                }
-                // Insertion step: move the new entry to its place.
-                let mut m = count - 1;
-                while m > 0 && (best[m].0, best[m].1) < (best[m - 1].0, best[m - 1].1) {
-                    best.swap(m, m - 1);
-                    m -= 1;
-                }
+        // Slot j is the grid's entry j (the step sorted the agents).
+        ng.for_each_near(p, i, reach2, |e, _, d2| {
+            let j = e as u32;
+            let entry = (d2, j);
+            if count < k {
+                best[count] = entry;
+                count += 1;
+            } else if (d2, j) < (best[k - 1].0, best[k - 1].1) {
+                best[k - 1] = entry;
+            } else {
+                return;
             }
-        }
+            // Insertion step: move the new entry to its place.
+            let mut m = count - 1;
+            while m > 0 && (best[m].0, best[m].1) < (best[m - 1].0, best[m - 1].1) {
+                best.swap(m, m - 1);
+                m -= 1;
+            }
+        });
         let mut sum = Vec2::ZERO;
         let mut unpenetrate = Vec2::ZERO;
         let mut blocked = false;
         let mut queued = false;
-        for &(d2, j, e, diff) in &best[..count] {
-            let e = e as usize;
+        for &(d2, j) in &best[..count] {
+            let e = j as usize;
+            let diff = p - ng.point(e);
             let d = d2.sqrt();
             let other = ng.states[e];
             let touch = (radius + self.radii[j as usize]) * 1.5;
@@ -1455,6 +1576,37 @@ mod tests {
             radius: 0.35,
             max_speed: 4.0,
             group: 0,
+        }
+    }
+
+    #[test]
+    fn near_mask_agrees_with_the_scalar_distance() {
+        // A fixed pseudo-random sequence: positions round a point, radii round their distances
+        // (ties included, since the bits must match exactly), infinite padding.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32
+        };
+        for round in 0..20_000 {
+            let p = Vec2::new(next() * 50.0, next() * 50.0);
+            let xs: [f32; LANES] = std::array::from_fn(|_| p.x + (next() - 0.5) * 4.0);
+            let mut ys: [f32; LANES] = std::array::from_fn(|_| p.y + (next() - 0.5) * 4.0);
+            if round % 7 == 0 {
+                ys[round % LANES] = f32::INFINITY;
+            }
+            let within2 = if round % 3 == 0 {
+                (p - Vec2::new(xs[1], ys[1])).length_squared()
+            } else {
+                next() * 4.0
+            };
+            assert_eq!(
+                near_mask(p, &xs, &ys, within2),
+                near_mask_scalar(p, &xs, &ys, within2),
+                "round {round}"
+            );
         }
     }
 

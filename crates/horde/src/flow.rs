@@ -211,34 +211,80 @@ impl FlowField {
             ((g.y + 1.0) as i32 - 1) as f32,
         );
         let f = g - base;
-        let mut sum = Vec2::ZERO;
+        let weights = [
+            (1.0 - f.x) * (1.0 - f.y),
+            f.x * (1.0 - f.y),
+            (1.0 - f.x) * f.y,
+            f.x * f.y,
+        ];
         let (w, h) = (self.grid.width() as i64, self.grid.height() as i64);
-        for (ox, oy, wgt) in [
-            (0, 0, (1.0 - f.x) * (1.0 - f.y)),
-            (1, 0, f.x * (1.0 - f.y)),
-            (0, 1, (1.0 - f.x) * f.y),
-            (1, 1, f.x * f.y),
-        ] {
-            let cx = base.x as i64 + ox;
-            let cy = base.y as i64 + oy;
-            if cx < 0 || cy < 0 || cx >= w || cy >= h {
-                continue;
+        let (bx, by) = (base.x as i64, base.y as i64);
+        let mut sum = Vec2::ZERO;
+        // Most samples lie inside the map and away from the goal: one table lookup per corner
+        // (walls and unreachable cells look up zero), no branches.
+        let inside = bx >= 0 && by >= 0 && bx + 1 < w && by + 1 < h;
+        let corners = if inside {
+            let i = (by * w + bx) as usize;
+            let row = w as usize;
+            let b = [
+                self.cells[i],
+                self.cells[i + 1],
+                self.cells[i + row],
+                self.cells[i + row + 1],
+            ];
+            (!b.contains(&FLOW_GOAL)).then_some(b)
+        } else {
+            None
+        };
+        if let Some(b) = corners {
+            for (&b, &wgt) in b.iter().zip(&weights) {
+                sum += ARROW_OF_BYTE[b as usize] * wgt;
             }
-            let cell = UVec2::new(cx as u32, cy as u32);
-            let b = self.cells[(cy * w + cx) as usize];
-            let v = match b {
-                0..=7 => Dir8::ALL[b as usize].vec2(),
-                FLOW_GOAL => (self.grid.cell_center(cell) - pos).normalize_or_zero(),
-                _ => Vec2::ZERO,
-            };
-            sum += v * wgt;
+        } else {
+            for (k, (ox, oy)) in [(0, 0), (1, 0), (0, 1), (1, 1)].into_iter().enumerate() {
+                let (cx, cy) = (bx + ox, by + oy);
+                if cx < 0 || cy < 0 || cx >= w || cy >= h {
+                    continue;
+                }
+                let cell = UVec2::new(cx as u32, cy as u32);
+                let b = self.cells[(cy * w + cx) as usize];
+                let v = match b {
+                    0..=7 => UNIT[b as usize],
+                    FLOW_GOAL => (self.grid.cell_center(cell) - pos).normalize_or_zero(),
+                    _ => Vec2::ZERO,
+                };
+                sum += v * weights[k];
+            }
         }
         match sum.try_normalize() {
             Some(d) if sum.length_squared() > 1e-6 => FlowSample::Direction(d),
-            _ => FlowSample::Direction(Dir8::ALL[here.1 as usize].vec2()),
+            _ => FlowSample::Direction(UNIT[here.1 as usize]),
         }
     }
 }
+
+/// The unit vector of every flow byte: the arrow for 0-7, zero for the rest.
+static ARROW_OF_BYTE: [Vec2; 256] = {
+    let mut table = [Vec2::ZERO; 256];
+    let mut b = 0;
+    while b < 8 {
+        table[b] = UNIT[b];
+        b += 1;
+    }
+    table
+};
+
+/// The unit vector of each arrow 0-7 ([`Dir8::vec2`]).
+const UNIT: [Vec2; 8] = [
+    Dir8::N.vec2(),
+    Dir8::NE.vec2(),
+    Dir8::E.vec2(),
+    Dir8::SE.vec2(),
+    Dir8::S.vec2(),
+    Dir8::SW.vec2(),
+    Dir8::W.vec2(),
+    Dir8::NW.vec2(),
+];
 
 impl IntegrationBuilder {
     /// Derive the flow field of the builder's last integration field, reading its padded scratch

@@ -114,7 +114,7 @@ impl Dir8 {
     }
 
     /// Unit vector of the direction in grid space (+x east, +y south).
-    pub fn vec2(self) -> Vec2 {
+    pub const fn vec2(self) -> Vec2 {
         const H: f32 = std::f32::consts::FRAC_1_SQRT_2;
         const UNIT: [Vec2; 8] = [
             Vec2::new(0.0, -1.0),
@@ -270,12 +270,25 @@ impl Grid {
         let p = (pos - self.origin) * self.inv_cell_size;
         // `>= 0.0` is false for NaN, so NaN positions fall out here.
         if p.x >= 0.0 && p.y >= 0.0 && p.x < self.width as f32 && p.y < self.height as f32 {
-            let x = (p.x as u32).min(self.width - 1);
-            let y = (p.y as u32).min(self.height - 1);
+            // In range, so the (cheaper) signed conversion truncates the same way.
+            let x = (p.x as i32 as u32).min(self.width - 1);
+            let y = (p.y as i32 as u32).min(self.height - 1);
             Some(UVec2::new(x, y))
         } else {
             None
         }
+    }
+
+    /// The column of a world x, or `None` off the map: exactly the x of [`Self::world_to_cell`].
+    pub(crate) fn column_of(&self, x: f32) -> Option<u32> {
+        let g = (x - self.origin.x) * self.inv_cell_size;
+        (g >= 0.0 && g < self.width as f32).then(|| (g as i32 as u32).min(self.width - 1))
+    }
+
+    /// The row of a world y, or `None` off the map: exactly the y of [`Self::world_to_cell`].
+    pub(crate) fn row_of(&self, y: f32) -> Option<u32> {
+        let g = (y - self.origin.y) * self.inv_cell_size;
+        (g >= 0.0 && g < self.height as f32).then(|| (g as i32 as u32).min(self.height - 1))
     }
 
     /// Position in grid units (cell `(x, y)` spans `[x, x + 1) × [y, y + 1)`), unclamped.
