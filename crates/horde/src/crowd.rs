@@ -248,12 +248,13 @@ pub struct StepStats {
 /// walls from nearby memory. Handles stay valid through the re-sorting: they name an id, which
 /// maps to the agent's current slot.
 ///
-/// Memory per agent: 61 bytes. Agent arrays 40 (position 8, velocity 8, radius 4, top speed 4,
-/// group 2, state 1, flags 1, stuck reference distance 4 and timer 4, id 4); id table 8 (slot 4,
-/// generation 4); neighbour grid 13 (sort order 4, position snapshot 8, state snapshot 1). Per
-/// grid cell the grid adds 8 bytes (cell start and sort cursor); it has about one cell per
-/// agent, and never cells smaller than the separation radius. Nothing is allocated per step
-/// once the arrays have grown.
+/// Memory per agent: at most 63 bytes, the neighbour grid included. Agent arrays 40 (position
+/// 8, velocity 8, radius 4, top speed 4, group 2, state 1, flags 1, stuck reference distance 4
+/// and timer 4, id 4); id table 8 (slot 4, generation 4); neighbour grid 13 (sort order 4,
+/// position snapshot 8, state snapshot 1) plus its cell starts, 4 bytes per cell and at most one
+/// cell per two agents (2 bytes per agent; cells never get smaller than the separation radius).
+/// Sorting borrows the old positions' buffer as scratch, so it adds nothing. Nothing is
+/// allocated per step once the arrays have grown.
 #[derive(Debug, Clone)]
 pub struct Crowd {
     grid: Grid,
@@ -391,7 +392,9 @@ impl NeighbourGrid {
 
     /// Sort the living agents into cells. The cell side is at least `reach` (so a 3 × 3 block
     /// holds every neighbour in reach) and grows on sparse crowds so that the grid has at most
-    /// about four cells per agent: the work per step is O(agents), whatever the map's size.
+    /// about one cell per two agents: the work per step is O(agents), whatever the map's size,
+    /// and the cell starts cost at most 2 bytes per agent. Larger cells cost little: a block's
+    /// entries are measured eight at a time.
     fn rebuild(
         &mut self,
         positions: &[Vec2],
@@ -408,7 +411,7 @@ impl NeighbourGrid {
         self.widest = max_radius;
         let reach = self.reach.max(2.0 * max_radius);
         let area = (self.extent.x * self.extent.y).max(1e-6);
-        self.cell = reach.max((area / (4 * alive.max(1)) as f32).sqrt());
+        self.cell = reach.max((2.0 * area / alive.max(1) as f32).sqrt());
         self.cols = ((self.extent.x / self.cell).ceil() as u32).clamp(1, 1 << 12);
         self.rows = ((self.extent.y / self.cell).ceil() as u32).clamp(1, 1 << 12);
         self.cell = self

@@ -268,27 +268,20 @@ impl Grid {
     /// ```
     pub fn world_to_cell(&self, pos: Vec2) -> Option<UVec2> {
         let p = (pos - self.origin) * self.inv_cell_size;
-        // `>= 0.0` is false for NaN, so NaN positions fall out here.
-        if p.x >= 0.0 && p.y >= 0.0 && p.x < self.width as f32 && p.y < self.height as f32 {
-            // In range, so the (cheaper) signed conversion truncates the same way.
-            let x = (p.x as i32 as u32).min(self.width - 1);
-            let y = (p.y as i32 as u32).min(self.height - 1);
-            Some(UVec2::new(x, y))
-        } else {
-            None
-        }
+        Some(UVec2::new(
+            axis_cell(p.x, self.width)?,
+            axis_cell(p.y, self.height)?,
+        ))
     }
 
     /// The column of a world x, or `None` off the map: exactly the x of [`Self::world_to_cell`].
     pub(crate) fn column_of(&self, x: f32) -> Option<u32> {
-        let g = (x - self.origin.x) * self.inv_cell_size;
-        (g >= 0.0 && g < self.width as f32).then(|| (g as i32 as u32).min(self.width - 1))
+        axis_cell((x - self.origin.x) * self.inv_cell_size, self.width)
     }
 
     /// The row of a world y, or `None` off the map: exactly the y of [`Self::world_to_cell`].
     pub(crate) fn row_of(&self, y: f32) -> Option<u32> {
-        let g = (y - self.origin.y) * self.inv_cell_size;
-        (g >= 0.0 && g < self.height as f32).then(|| (g as i32 as u32).min(self.height - 1))
+        axis_cell((y - self.origin.y) * self.inv_cell_size, self.height)
     }
 
     /// Position in grid units (cell `(x, y)` spans `[x, x + 1) × [y, y + 1)`), unclamped.
@@ -299,6 +292,20 @@ impl Grid {
     /// World position of a cell's centre.
     pub fn cell_center(&self, cell: UVec2) -> Vec2 {
         self.origin + (cell.as_vec2() + 0.5) * self.cell_size
+    }
+}
+
+/// The cell along one axis of a grid coordinate `g` (cells `[c, c + 1)`), or `None` outside
+/// `0..size` (NaN included). The truncation is the floor since `g >= 0`; it saturates on huge
+/// values, which then fail the size test, so no float compare against `size` is needed (a
+/// `u32` to `f32` conversion costs several instructions without AVX-512).
+#[inline(always)]
+fn axis_cell(g: f32, size: u32) -> Option<u32> {
+    if g >= 0.0 {
+        let c = g as i32 as u32;
+        (c < size).then_some(c)
+    } else {
+        None
     }
 }
 
