@@ -281,6 +281,10 @@ pub struct Crowd {
     /// Per group: how far from the goal its pile of arrived agents reaches (from the last step).
     piles: Vec<f32>,
     pile_parts: Vec<(f32, f32)>,
+    /// Scratch of the step's parallel reductions, one entry per piece of [`CHUNK`] agents.
+    pile_partials: Vec<(f32, f32)>,
+    partial_counts: Vec<u32>,
+    partial_stats: Vec<StepStats>,
 }
 
 /// One agent's entries in every slot array, for moving agents between slots.
@@ -477,9 +481,9 @@ impl NeighbourGrid {
     /// per pass, and a 3 × 3 block still holds every neighbour in reach). Only after the step
     /// sorted the agents, when slot `k` is entry `k`.
     fn refresh_points(&mut self, positions: &[Vec2]) {
-        for ((x, y), p) in self.xs.iter_mut().zip(&mut self.ys).zip(positions) {
-            (*x, *y) = (p.x, p.y);
-        }
+        let n = positions.len();
+        fill(&mut self.xs[..n], |k| positions[k].x);
+        fill(&mut self.ys[..n], |k| positions[k].y);
     }
 
     /// Position of a sorted entry.
@@ -528,6 +532,9 @@ impl Crowd {
             alive: 0,
             piles: Vec::new(),
             pile_parts: Vec::new(),
+            pile_partials: Vec::new(),
+            partial_counts: Vec::new(),
+            partial_stats: Vec::new(),
         })
     }
 
@@ -878,14 +885,28 @@ impl Crowd {
             self.check_grid("flow field", g.flow.grid())?;
             finite_vec("group goal", g.goal)?;
         }
-        for i in 0..self.flags.len() {
-            if self.flags[i] & ALIVE != 0 && self.groups[i] as usize >= groups.len() {
-                return Err(CrowdError::NoSuchGroup {
-                    id: self.ids[i],
-                    group: self.groups[i],
-                    groups: groups.len(),
-                });
-            }
+        let (flags, group_of) = (&self.flags, &self.groups);
+        let highest = fold_chunks(
+            self.flags.len(),
+            &mut self.partial_counts,
+            |range| {
+                range
+                    .filter(|&i| flags[i] & ALIVE != 0)
+                    .map(|i| group_of[i] as u32 + 1)
+                    .max()
+                    .unwrap_or(0)
+            },
+            |a, b| a.max(b),
+        );
+        if highest as usize > groups.len() {
+            let i = (0..self.flags.len())
+                .find(|&i| self.flags[i] & ALIVE != 0 && self.groups[i] as usize >= groups.len())
+                .expect("an agent of a missing group");
+            return Err(CrowdError::NoSuchGroup {
+                id: self.ids[i],
+                group: self.groups[i],
+                groups: groups.len(),
+            });
         }
         self.sort_agents();
         let ctx = StepContext {
@@ -922,33 +943,59 @@ impl Crowd {
         // The pile round each goal: arrived agents packed at about 80 % density fill a disc of
         // radius sqrt(sum of their areas / 0.8), plus the arrival radius and a body of slack.
         // (Area and widest radius per group, gathered in the reused `pile_parts`.)
+        // Summed piece by piece in parallel, then the pieces in order: deterministic.
+        let n = self.positions.len();
+        let g = groups.len().max(1);
+        let (flags, states, radii, group_of) =
+            (&self.flags, &self.states, &self.radii, &self.groups);
+        self.pile_partials.clear();
+        self.pile_partials.resize(n.div_ceil(CHUNK) * g, (0.0, 0.0));
+        each_chunk(&mut self.pile_partials, g, |c, parts| {
+            for i in c * CHUNK..((c + 1) * CHUNK).min(n) {
+                if flags[i] & ALIVE != 0 && states[i] == AgentState::Arrived {
+                    let (area, widest) = &mut parts[group_of[i] as usize];
+                    *area += std::f32::consts::PI * radii[i] * radii[i];
+                    *widest = widest.max(radii[i]);
+                }
+            }
+        });
         self.pile_parts.clear();
         self.pile_parts.resize(groups.len(), (0.0, 0.0));
-        for i in 0..self.positions.len() {
-            if self.flags[i] & ALIVE != 0 && self.states[i] == AgentState::Arrived {
-                let (area, widest) = &mut self.pile_parts[self.groups[i] as usize];
-                *area += std::f32::consts::PI * self.radii[i] * self.radii[i];
-                *widest = widest.max(self.radii[i]);
+        for parts in self.pile_partials.chunks(g) {
+            for (total, part) in self.pile_parts.iter_mut().zip(parts) {
+                total.0 += part.0;
+                total.1 = total.1.max(part.1);
             }
         }
         self.piles.clear();
         self.piles.extend(self.pile_parts.iter().map(|&(a, r)| {
             self.config.arrival_radius + (a / (0.8 * std::f32::consts::PI)).sqrt() + 2.0 * r
         }));
-        let mut stats = StepStats::default();
-        for (state, &f) in self.states.iter().zip(&self.flags) {
-            if f & ALIVE == 0 {
-                continue;
-            }
-            match state {
-                AgentState::Moving => stats.moving += 1,
-                AgentState::Arrived => stats.arrived += 1,
-                AgentState::NoPath => stats.no_path += 1,
-            }
-            if f & STUCK != 0 {
-                stats.stuck += 1;
-            }
-        }
+        let stats = fold_chunks(
+            n,
+            &mut self.partial_stats,
+            |range| {
+                let mut stats = StepStats::default();
+                for i in range {
+                    if flags[i] & ALIVE == 0 {
+                        continue;
+                    }
+                    match states[i] {
+                        AgentState::Moving => stats.moving += 1,
+                        AgentState::Arrived => stats.arrived += 1,
+                        AgentState::NoPath => stats.no_path += 1,
+                    }
+                    stats.stuck += (flags[i] & STUCK != 0) as usize;
+                }
+                stats
+            },
+            |a, b| StepStats {
+                moving: a.moving + b.moving,
+                arrived: a.arrived + b.arrived,
+                no_path: a.no_path + b.no_path,
+                stuck: a.stuck + b.stuck,
+            },
+        );
         Ok(stats)
     }
 
@@ -1077,6 +1124,41 @@ fn near_mask_scalar(p: Vec2, xs: &[f32; LANES], ys: &[f32; LANES], within2: f32)
         mask |= ((d2 < within2) as u32) << l;
     }
     mask
+}
+
+/// Agents per piece of a [`fold_chunks`] or [`each_chunk`] reduction.
+const CHUNK: usize = 8192;
+
+/// Fold `0..n` in pieces of [`CHUNK`] (in parallel with `parallel`), then combine the pieces'
+/// results in order: the same bits whatever the number of threads, even for float sums.
+fn fold_chunks<T: Copy + Default + Send + Sync>(
+    n: usize,
+    partials: &mut Vec<T>,
+    part: impl Fn(std::ops::Range<usize>) -> T + Sync,
+    combine: impl Fn(T, T) -> T,
+) -> T {
+    partials.clear();
+    partials.resize(n.div_ceil(CHUNK), T::default());
+    each_chunk(partials, 1, |c, out| {
+        out[0] = part(c * CHUNK..((c + 1) * CHUNK).min(n))
+    });
+    partials.iter().copied().fold(T::default(), combine)
+}
+
+/// Call `work(c, &mut out[c * width..(c + 1) * width])` for every piece `c` (in parallel with
+/// `parallel`).
+fn each_chunk<T: Send>(out: &mut [T], width: usize, work: impl Fn(usize, &mut [T]) + Sync) {
+    #[cfg(feature = "parallel")]
+    {
+        use rayon::prelude::*;
+        out.par_chunks_mut(width)
+            .enumerate()
+            .for_each(|(c, o)| work(c, o));
+    }
+    #[cfg(not(feature = "parallel"))]
+    for (c, o) in out.chunks_mut(width).enumerate() {
+        work(c, o);
+    }
 }
 
 /// `out[k] = value(k)` for every `k` (in parallel with `parallel`).
