@@ -284,6 +284,7 @@ pub struct Crowd {
     /// Scratch of the step's parallel reductions, one entry per piece of [`CHUNK`] agents.
     pile_partials: Vec<(f32, f32)>,
     partial_counts: Vec<u32>,
+    partial_moves: Vec<f32>,
     partial_stats: Vec<StepStats>,
 }
 
@@ -315,6 +316,8 @@ struct NeighbourGrid {
     reach: f32,
     /// The widest radius of a living agent.
     widest: f32,
+    /// How far any entry may have moved since the grid was built (a bound, per axis).
+    drift: f32,
     extent: Vec2,
     origin: Vec2,
     cell: f32,
@@ -351,21 +354,24 @@ impl NeighbourGrid {
         })
     }
 
-    /// Call `visit(j, p - points[j], distance²)` for every entry `j != me` of the 3 × 3 block
-    /// around `p` that lies closer than `sqrt(within2)`, in entry order. Entries are measured
-    /// [`LANES`] at a time in a fixed-width loop without branches (the compiler vectorises it),
-    /// so only the few in range reach branchy code; the snapshot is padded for the last chunk.
+    /// Call `visit(j, p - points[j], distance²)` for every entry `j != me` closer to `p` than
+    /// `within`, in entry order. The cells searched are those that overlap the square of half
+    /// side `within + drift` round `p`, since an entry is filed under the cell of where it stood
+    /// when the grid was built. Entries are measured [`LANES`] at a time without branches, so
+    /// only the few in range reach branchy code; the snapshot is padded for the last chunk.
     #[inline(always)]
     fn for_each_near(
         &self,
         p: Vec2,
         me: usize,
-        within2: f32,
+        within: f32,
         mut visit: impl FnMut(usize, Vec2, f32),
     ) {
-        let (cx, cy) = self.cell_xy(p);
-        let (x0, x1) = (cx.saturating_sub(1), (cx + 1).min(self.cols - 1));
-        let (y0, y1) = (cy.saturating_sub(1), (cy + 1).min(self.rows - 1));
+        let within2 = within * within;
+        // A hundredth of a cell more, for rounding in the positions and the drift.
+        let reach = Vec2::splat(within + self.drift + 0.01 * self.cell);
+        let (x0, y0) = self.cell_xy(p - reach);
+        let (x1, y1) = self.cell_xy(p + reach);
         for y in y0..y1 + 1 {
             let row = (y * self.cols) as usize;
             let mut e = self.starts[row + x0 as usize] as usize;
@@ -413,6 +419,7 @@ impl NeighbourGrid {
             .filter(|&(_, &f)| f & ALIVE != 0)
             .fold(0.0f32, |m, (&r, _)| m.max(r));
         self.widest = max_radius;
+        self.drift = 0.0;
         let reach = self.reach.max(2.0 * max_radius);
         let area = (self.extent.x * self.extent.y).max(1e-6);
         self.cell = reach.max((2.0 * area / alive.max(1) as f32).sqrt());
@@ -477,11 +484,24 @@ impl NeighbourGrid {
         self.ys.extend_from_slice(&[f32::INFINITY; LANES]);
     }
 
-    /// Take new positions into the snapshot without re-sorting (agents move under half a cell
-    /// per pass, and a 3 × 3 block still holds every neighbour in reach). Only after the step
-    /// sorted the agents, when slot `k` is entry `k`.
-    fn refresh_points(&mut self, positions: &[Vec2]) {
+    /// Take new positions into the snapshot without re-sorting, and add how far they moved to
+    /// the drift that searches allow for. Only after the step sorted the agents, when slot `k`
+    /// is entry `k`.
+    fn refresh_points(&mut self, positions: &[Vec2], partials: &mut Vec<f32>) {
         let n = positions.len();
+        let (xs, ys) = (&self.xs, &self.ys);
+        let moved = fold_chunks(
+            n,
+            partials,
+            |range| {
+                range.fold(0.0f32, |m, k| {
+                    m.max((positions[k].x - xs[k]).abs())
+                        .max((positions[k].y - ys[k]).abs())
+                })
+            },
+            f32::max,
+        );
+        self.drift += moved;
         fill(&mut self.xs[..n], |k| positions[k].x);
         fill(&mut self.ys[..n], |k| positions[k].y);
     }
@@ -534,6 +554,7 @@ impl Crowd {
             pile_parts: Vec::new(),
             pile_partials: Vec::new(),
             partial_counts: Vec::new(),
+            partial_moves: Vec::new(),
             partial_stats: Vec::new(),
         })
     }
@@ -1011,7 +1032,8 @@ impl Crowd {
 
     /// Push overlapping agents apart, each by half of every overlap, reading a fresh snapshot.
     fn collision_pass(&mut self, cost: &CostField) {
-        self.neighbours.refresh_points(&self.positions);
+        self.neighbours
+            .refresh_points(&self.positions, &mut self.partial_moves);
         let ng = &self.neighbours;
         let radii = &self.radii;
         let grid = self.grid;
@@ -1026,7 +1048,7 @@ impl Crowd {
             let mut shift = Vec2::ZERO;
             // Slot j is the grid's entry j (the step sorted the agents).
             let within = r + ng.widest;
-            ng.for_each_near(p, i, within * within, |j, diff, d2| {
+            ng.for_each_near(p, i, within, |j, diff, d2| {
                 let touch = r + radii[j];
                 if d2 < touch * touch {
                     let d = d2.sqrt();
@@ -1568,7 +1590,7 @@ impl StepContext<'_> {
         let mut best: [(f32, u32); 16] = [(f32::INFINITY, u32::MAX); 16];
         let mut count = 0usize;
         // Slot j is the grid's entry j (the step sorted the agents).
-        ng.for_each_near(p, i, reach2, |e, _, d2| {
+        ng.for_each_near(p, i, reach, |e, _, d2| {
             let j = e as u32;
             let entry = (d2, j);
             if count < k {

@@ -17,7 +17,7 @@ use glam::{UVec2, Vec2};
 use thiserror::Error;
 
 use crate::cost::{CostField, CostModel, WALL};
-use crate::grid::{Dir8, Grid};
+use crate::grid::{Dir8, Grid, axis_cell};
 use crate::integration::{IntegrationBuilder, IntegrationField, UNREACHABLE};
 
 /// Flow byte of a goal cell.
@@ -199,13 +199,22 @@ impl FlowField {
     /// assert!((d.length() - 1.0).abs() < 1e-5 && d.x > 0.0 && d.y > 0.0);
     /// ```
     pub fn sample_bilinear(&self, pos: Vec2) -> FlowSample {
-        let here = match self.classify(self.grid.world_to_cell(pos)) {
-            Ok((cell, b)) => (cell, b),
-            Err(s) => return s,
+        // The cell under the position, as `world_to_cell` finds it, from the one grid position.
+        let at = self.grid.world_to_grid(pos);
+        let (w, h) = (self.grid.width(), self.grid.height());
+        let (Some(hx), Some(hy)) = (axis_cell(at.x, w), axis_cell(at.y, h)) else {
+            return FlowSample::NoDirection(NoDirection::OutsideMap);
         };
+        let here = self.cells[hy as usize * w as usize + hx as usize];
+        match here {
+            FLOW_GOAL => return FlowSample::Goal,
+            FLOW_WALL => return FlowSample::NoDirection(NoDirection::Wall),
+            FLOW_UNREACHABLE => return FlowSample::NoDirection(NoDirection::Unreachable),
+            _ => {}
+        }
         // The position is on the map, so g >= -0.5 and (g + 1) truncates to floor(g) + 1
         // (truncation is cheaper than floor where the CPU has no rounding instruction).
-        let g = self.grid.world_to_grid(pos) - 0.5;
+        let g = at - 0.5;
         let base = Vec2::new(
             ((g.x + 1.0) as i32 - 1) as f32,
             ((g.y + 1.0) as i32 - 1) as f32,
@@ -232,7 +241,8 @@ impl FlowField {
                 self.cells[i + row],
                 self.cells[i + row + 1],
             ];
-            (!b.contains(&FLOW_GOAL)).then_some(b)
+            let goal = (b[0] == FLOW_GOAL) | (b[1] == FLOW_GOAL);
+            (!(goal | (b[2] == FLOW_GOAL) | (b[3] == FLOW_GOAL))).then_some(b)
         } else {
             None
         };
@@ -258,7 +268,7 @@ impl FlowField {
         }
         match sum.try_normalize() {
             Some(d) if sum.length_squared() > 1e-6 => FlowSample::Direction(d),
-            _ => FlowSample::Direction(UNIT[here.1 as usize]),
+            _ => FlowSample::Direction(UNIT[here as usize]),
         }
     }
 }

@@ -300,7 +300,7 @@ impl Grid {
 /// values, which then fail the size test, so no float compare against `size` is needed (a
 /// `u32` to `f32` conversion costs several instructions without AVX-512).
 #[inline(always)]
-fn axis_cell(g: f32, size: u32) -> Option<u32> {
+pub(crate) fn axis_cell(g: f32, size: u32) -> Option<u32> {
     if g >= 0.0 {
         let c = g as i32 as u32;
         (c < size).then_some(c)
