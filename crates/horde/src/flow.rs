@@ -215,10 +215,8 @@ impl FlowField {
         // The position is on the map, so g >= -0.5 and (g + 1) truncates to floor(g) + 1
         // (truncation is cheaper than floor where the CPU has no rounding instruction).
         let g = at - 0.5;
-        let base = Vec2::new(
-            ((g.x + 1.0) as i32 - 1) as f32,
-            ((g.y + 1.0) as i32 - 1) as f32,
-        );
+        let (bx, by) = ((g.x + 1.0) as i32 - 1, (g.y + 1.0) as i32 - 1);
+        let base = Vec2::new(bx as f32, by as f32);
         let f = g - base;
         let weights = [
             (1.0 - f.x) * (1.0 - f.y),
@@ -226,8 +224,8 @@ impl FlowField {
             (1.0 - f.x) * f.y,
             f.x * f.y,
         ];
-        let (w, h) = (self.grid.width() as i64, self.grid.height() as i64);
-        let (bx, by) = (base.x as i64, base.y as i64);
+        let (w, h) = (w as i64, h as i64);
+        let (bx, by) = (bx as i64, by as i64);
         let mut sum = Vec2::ZERO;
         // Most samples lie inside the map and away from the goal: one table lookup per corner
         // (walls and unreachable cells look up zero), no branches.
