@@ -318,6 +318,7 @@ struct NeighbourGrid {
     widest: f32,
     /// How far any entry may have moved since the grid was built (a bound, per axis).
     drift: f32,
+    /// The box round the living agents when the grid was built.
     extent: Vec2,
     origin: Vec2,
     cell: f32,
@@ -332,6 +333,8 @@ struct NeighbourGrid {
     /// eight at once), padded by [`LANES`] entries out of everyone's reach.
     xs: Vec<f32>,
     ys: Vec<f32>,
+    /// Scratch of the parallel reduction that finds the box.
+    partial_boxes: Vec<(Vec2, Vec2, f32)>,
     /// State of each sorted entry before the step.
     states: Vec<AgentState>,
 }
@@ -413,11 +416,34 @@ impl NeighbourGrid {
         states: &[AgentState],
         alive: usize,
     ) {
-        let max_radius = radii
-            .iter()
-            .zip(flags)
-            .filter(|&(_, &f)| f & ALIVE != 0)
-            .fold(0.0f32, |m, (&r, _)| m.max(r));
+        // The box round the living agents, and the widest of them (in parallel; min and max
+        // are exact in any order).
+        let none = (
+            Vec2::splat(f32::INFINITY),
+            Vec2::splat(f32::NEG_INFINITY),
+            0.0f32,
+        );
+        let (low, high, max_radius) = fold_chunks(
+            positions.len(),
+            &mut self.partial_boxes,
+            none,
+            |range| {
+                range
+                    .filter(|&i| flags[i] & ALIVE != 0)
+                    .fold(none, |(lo, hi, r), i| {
+                        (lo.min(positions[i]), hi.max(positions[i]), r.max(radii[i]))
+                    })
+            },
+            |a, b| (a.0.min(b.0), a.1.max(b.1), a.2.max(b.2)),
+        );
+        // The grid covers only that box, so a crowd gathered in one place (a pile round its
+        // goal, an army on the march) gets cells sized for its own density. Agents that drift
+        // out of the box during the step fall in the edge cells.
+        (self.origin, self.extent) = if low.x <= high.x {
+            (low, high - low)
+        } else {
+            (Vec2::ZERO, Vec2::ZERO)
+        };
         self.widest = max_radius;
         self.drift = 0.0;
         let reach = self.reach.max(2.0 * max_radius);
@@ -493,6 +519,7 @@ impl NeighbourGrid {
         let moved = fold_chunks(
             n,
             partials,
+            0.0,
             |range| {
                 range.fold(0.0f32, |m, k| {
                     m.max((positions[k].x - xs[k]).abs())
@@ -910,6 +937,7 @@ impl Crowd {
         let highest = fold_chunks(
             self.flags.len(),
             &mut self.partial_counts,
+            0,
             |range| {
                 range
                     .filter(|&i| flags[i] & ALIVE != 0)
@@ -995,6 +1023,7 @@ impl Crowd {
         let stats = fold_chunks(
             n,
             &mut self.partial_stats,
+            StepStats::default(),
             |range| {
                 let mut stats = StepStats::default();
                 for i in range {
@@ -1153,18 +1182,19 @@ const CHUNK: usize = 8192;
 
 /// Fold `0..n` in pieces of [`CHUNK`] (in parallel with `parallel`), then combine the pieces'
 /// results in order: the same bits whatever the number of threads, even for float sums.
-fn fold_chunks<T: Copy + Default + Send + Sync>(
+fn fold_chunks<T: Copy + Send + Sync>(
     n: usize,
     partials: &mut Vec<T>,
+    identity: T,
     part: impl Fn(std::ops::Range<usize>) -> T + Sync,
     combine: impl Fn(T, T) -> T,
 ) -> T {
     partials.clear();
-    partials.resize(n.div_ceil(CHUNK), T::default());
+    partials.resize(n.div_ceil(CHUNK), identity);
     each_chunk(partials, 1, |c, out| {
         out[0] = part(c * CHUNK..((c + 1) * CHUNK).min(n))
     });
-    partials.iter().copied().fold(T::default(), combine)
+    partials.iter().copied().fold(identity, combine)
 }
 
 /// Call `work(c, &mut out[c * width..(c + 1) * width])` for every piece `c` (in parallel with
