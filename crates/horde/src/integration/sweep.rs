@@ -124,6 +124,7 @@ pub(crate) struct SweepCursor {
 }
 
 /// What a slice of sweeping ended with.
+#[derive(Debug, PartialEq, Eq)]
 pub(crate) enum SweepOutcome {
     /// The field is final in `dist` (builder conventions); reachable cells.
     Done(usize),
@@ -232,15 +233,48 @@ impl IntegrationBuilder {
 
 /// Back to the builder's conventions, checking the range the sweeps can represent.
 fn finish(dist: &mut [u32], model: CostModel) -> SweepOutcome {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above), the only requirement of a
+            // `#[target_feature(enable = "avx2")]` function; the function itself is safe code.
+            return unsafe { finish_avx2(dist, model) };
+        }
+    }
+    finish_plain(dist, model)
+}
+
+/// [`finish_plain`] compiled for AVX2, which has the 32-bit unsigned maximum that the
+/// baseline's SSE2 lacks (so there the loop stays one cell at a time).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn finish_avx2(dist: &mut [u32], model: CostModel) -> SweepOutcome {
+    finish_plain(dist, model)
+}
+
+#[inline(always)]
+fn finish_plain(dist: &mut [u32], model: CostModel) -> SweepOutcome {
     let limit = INF - 1 - model.diagonal() * WALL as u32;
-    let mut reachable = 0usize;
-    let mut largest = 0u32;
-    for v in dist.iter_mut() {
+    // Lane-wise counts and maxima over chunks of 8, which the compiler turns into vector code.
+    let mut counts = [0u32; 8];
+    let mut tops = [0u32; 8];
+    let mut chunks = dist.chunks_exact_mut(8);
+    for chunk in &mut chunks {
+        for (l, v) in chunk.iter_mut().enumerate() {
+            let finite = *v < INF;
+            counts[l] += finite as u32;
+            tops[l] = tops[l].max(if finite { *v } else { 0 });
+            *v = if finite { *v } else { UNREACHABLE };
+        }
+    }
+    for (l, v) in chunks.into_remainder().iter_mut().enumerate() {
         let finite = *v < INF;
-        reachable += finite as usize;
-        largest = largest.max(if finite { *v } else { 0 });
+        counts[l] += finite as u32;
+        tops[l] = tops[l].max(if finite { *v } else { 0 });
         *v = if finite { *v } else { UNREACHABLE };
     }
+    let reachable = counts.iter().map(|&c| c as usize).sum::<usize>();
+    let largest = tops.into_iter().max().unwrap_or(0);
     if largest > limit {
         return SweepOutcome::HandOver;
     }
@@ -880,6 +914,26 @@ mod tests {
                     candidates_avx2(&prev, &terrain, &prev_terrain, PRICES, &mut wide, 1, n - 2)
                 };
                 assert_eq!(plain, wide, "seed {seed}");
+            }
+        }
+    }
+
+    #[test]
+    fn vectorised_and_plain_finish_agree() {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            for seed in 0..300u64 {
+                let n = 1 + seed as usize * 37 % 500;
+                let (mut dist, _, _) = random_rows(seed, n.max(3));
+                if seed % 10 == 0 {
+                    dist[seed as usize % n] = INF - 2; // past the representable range
+                }
+                let mut wide = dist.clone();
+                let plain = finish_plain(&mut dist, CostModel::TenFourteen);
+                // SAFETY: AVX2 is present (checked above).
+                let vector = unsafe { finish_avx2(&mut wide, CostModel::TenFourteen) };
+                assert_eq!(dist, wide, "seed {seed}");
+                assert_eq!(plain, vector, "seed {seed}");
             }
         }
     }
