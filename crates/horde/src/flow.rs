@@ -432,29 +432,34 @@ fn derive_row(
         let t = terrain[c] as u32;
         let (s, g) = (straight * t, diagonal * t);
         let (dn, de, ds, dw) = (up[c], mid[c + 1], down[c], mid[c - 1]);
-        // Lane-wide selects only (the direction kept as u32 beside the value), so that the
-        // compiler vectorises the row.
-        let mut best = dn.saturating_add(s);
-        let mut dir = 0u32;
-        let mut offer = |d: u32, v: u32| {
-            let better = v < best;
-            best = if better { v } else { best };
-            dir = if better { d } else { dir };
-        };
+        // Lane-wide operations only, so that the compiler vectorises the row: a saturating add
+        // as a min and an add, the cheapest step as a min over the eight, and its direction as
+        // the lowest one that costs that much (ties to the lowest direction).
+        let (room_s, room_g) = (UNREACHABLE - s, UNREACHABLE - g);
+        let plus_s = |v: u32| v.min(room_s) + s;
         let diag = |v: u32, a: u32, b: u32| {
-            if (a == UNREACHABLE) | (b == UNREACHABLE) {
+            // A diagonal past a wall side (UNREACHABLE, the largest value) is no way.
+            if a.max(b) == UNREACHABLE {
                 UNREACHABLE
             } else {
-                v.saturating_add(g)
+                v.min(room_g) + g
             }
         };
-        offer(1, diag(up[c + 1], dn, de));
-        offer(2, de.saturating_add(s));
-        offer(3, diag(down[c + 1], ds, de));
-        offer(4, ds.saturating_add(s));
-        offer(5, diag(down[c - 1], ds, dw));
-        offer(6, dw.saturating_add(s));
-        offer(7, diag(up[c - 1], dn, dw));
+        let offers = [
+            plus_s(dn),
+            diag(up[c + 1], dn, de),
+            plus_s(de),
+            diag(down[c + 1], ds, de),
+            plus_s(ds),
+            diag(down[c - 1], ds, dw),
+            plus_s(dw),
+            diag(up[c - 1], dn, dw),
+        ];
+        let best = offers.iter().copied().fold(UNREACHABLE, u32::min);
+        let mut dir = 0u32;
+        for d in (0..8).rev() {
+            dir = if offers[d] == best { d as u32 } else { dir };
+        }
         let here = mid[c];
         // A cell no neighbour reaches more cheaply than its own value is a sink: a goal (value 0)
         // or a seed of a seeded field.
