@@ -383,7 +383,123 @@ fn derive_avx2(
     out: &mut [u8],
     first: usize,
 ) {
-    derive_rows(costs, dist, pw, model, out, first);
+    let w = pw - 2;
+    let (straight, diagonal) = (model.straight(), model.diagonal());
+    for (k, row) in out.chunks_exact_mut(w).enumerate() {
+        let y = first + k;
+        let up = &dist[y * pw..(y + 1) * pw];
+        let mid = &dist[(y + 1) * pw..(y + 2) * pw];
+        let down = &dist[(y + 2) * pw..(y + 3) * pw];
+        let terrain = &costs[(y + 1) * pw..(y + 2) * pw];
+        derive_row_avx2(up, mid, down, terrain, straight, diagonal, row);
+    }
+}
+
+/// [`derive_row`] eight cells at a time, written out in AVX2: the compiler vectorises the plain
+/// loop 32 cells wide (for the byte output) and spills registers, at about twice the time.
+/// The same bytes: the same offers, ties to the lowest direction, the same order of tests.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn derive_row_avx2(
+    up: &[u32],
+    mid: &[u32],
+    down: &[u32],
+    terrain: &[u8],
+    straight: u32,
+    diagonal: u32,
+    row: &mut [u8],
+) {
+    use std::arch::x86_64::*;
+    let w = row.len();
+    let (up, mid, down, terrain) = (
+        &up[..w + 2],
+        &mid[..w + 2],
+        &down[..w + 2],
+        &terrain[..w + 2],
+    );
+    let load = |values: &[u32], at: usize| {
+        let lanes: &[u32; 8] = values[at..at + 8].try_into().expect("8 values");
+        // SAFETY: reads 8 u32 from an array of 8.
+        unsafe { _mm256_loadu_si256(lanes.as_ptr().cast()) }
+    };
+    let all = _mm256_set1_epi32(-1); // UNREACHABLE in every lane
+    let splat = |v: u32| _mm256_set1_epi32(v as i32);
+    let (straight_v, diagonal_v) = (splat(straight), splat(diagonal));
+    let mut x = 0;
+    while x + 8 <= w {
+        let bytes: &[u8; 8] = terrain[x + 1..x + 9].try_into().expect("8 cells");
+        // SAFETY: reads 8 bytes from an array of 8.
+        let t = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(bytes.as_ptr().cast()) });
+        let (s, g) = (
+            _mm256_mullo_epi32(t, straight_v),
+            _mm256_mullo_epi32(t, diagonal_v),
+        );
+        let (room_s, room_g) = (_mm256_sub_epi32(all, s), _mm256_sub_epi32(all, g));
+        let plus_s = |v| _mm256_add_epi32(_mm256_min_epu32(v, room_s), s);
+        // A side that is UNREACHABLE (all ones) turns the diagonal's offer into all ones.
+        let diag = |v, a, b| {
+            let blocked = _mm256_cmpeq_epi32(_mm256_max_epu32(a, b), all);
+            _mm256_or_si256(_mm256_add_epi32(_mm256_min_epu32(v, room_g), g), blocked)
+        };
+        let (dn, de, ds, dw) = (
+            load(up, x + 1),
+            load(mid, x + 2),
+            load(down, x + 1),
+            load(mid, x),
+        );
+        let offers = [
+            plus_s(dn),
+            diag(load(up, x + 2), dn, de),
+            plus_s(de),
+            diag(load(down, x + 2), ds, de),
+            plus_s(ds),
+            diag(load(down, x), ds, dw),
+            plus_s(dw),
+            diag(load(up, x), dn, dw),
+        ];
+        let best = offers[1..]
+            .iter()
+            .fold(offers[0], |m, &o| _mm256_min_epu32(m, o));
+        let mut byte = splat(7);
+        for d in (0..7).rev() {
+            let here_best = _mm256_cmpeq_epi32(offers[d], best);
+            byte = _mm256_blendv_epi8(byte, splat(d as u32), here_best);
+        }
+        let here = load(mid, x + 1);
+        // best > here (unsigned): max(best, here) is not here.
+        let sink = _mm256_xor_si256(_mm256_cmpeq_epi32(_mm256_max_epu32(best, here), here), all);
+        byte = _mm256_blendv_epi8(byte, splat(FLOW_GOAL as u32), sink);
+        byte = _mm256_blendv_epi8(
+            byte,
+            splat(FLOW_UNREACHABLE as u32),
+            _mm256_cmpeq_epi32(here, all),
+        );
+        byte = _mm256_blendv_epi8(
+            byte,
+            splat(FLOW_WALL as u32),
+            _mm256_cmpeq_epi32(t, splat(WALL as u32)),
+        );
+        // Eight u32 lanes (each below 256) to eight bytes.
+        let words = _mm256_packus_epi32(byte, byte);
+        let packed = _mm256_packus_epi16(words, words);
+        let eight = _mm_unpacklo_epi32(
+            _mm256_castsi256_si128(packed),
+            _mm256_extracti128_si256::<1>(packed),
+        );
+        let out: &mut [u8; 8] = (&mut row[x..x + 8]).try_into().expect("8 cells");
+        // SAFETY: writes 8 bytes into an array of 8.
+        unsafe { _mm_storel_epi64(out.as_mut_ptr().cast(), eight) };
+        x += 8;
+    }
+    derive_row(
+        &up[x..],
+        &mid[x..],
+        &down[x..],
+        &terrain[x..],
+        straight,
+        diagonal,
+        &mut row[x..],
+    );
 }
 
 #[inline(always)]
@@ -627,7 +743,7 @@ mod tests {
         // Random terrain, walls and values (including unreachable cells), padded as the builder
         // pads them; the dispatching kernel (AVX2 where the CPU has it, bands of rows on threads
         // for the large map) against the plain one.
-        for (w, h) in [(37, 23), (300, 230)] {
+        for (w, h) in [(37, 23), (300, 230), (8, 5), (15, 9)] {
             let pw = w + 2;
             let mut s = 0x9e37_79b9_7f4a_7c15u64;
             let mut next = move || {
@@ -646,6 +762,10 @@ mod tests {
                             costs[y * pw + x] = 1 + (r >> 8) as u8 % 9;
                             if r % 13 != 0 {
                                 dist[y * pw + x] = (r >> 20) as u32 % 5000;
+                            }
+                            // Values next to the top of the range, where steps saturate.
+                            if r % 17 == 0 {
+                                dist[y * pw + x] = UNREACHABLE - (r >> 30) as u32 % 3000;
                             }
                         }
                     }
