@@ -733,14 +733,20 @@ fn scan(cur: &mut [u32], terrain: &[u8], straight: &[u32; 256], lo: u32, hi: u32
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn scan_avx2(cur: &mut [u32], terrain: &[u8], straight: &[u32; 256], lo: u32, hi: u32) -> Span {
+    use std::arch::x86_64::{_mm256_cvtsi256_si32, _mm256_set1_epi32};
     let (lo, hi) = (lo as usize, hi as usize);
     let end = cur.len() - 1;
     let base = straight[1];
     let mut carry = cur[lo];
     let mut x = lo + 1;
-    while x + LANES <= hi + 1 {
-        carry = scan_lanes::<false>(cur, terrain, base, x, carry);
-        x += LANES;
+    if x + LANES <= hi + 1 {
+        // The carry stays in a register, in every lane, from one step to the next.
+        let mut lanes = _mm256_set1_epi32(carry as i32);
+        while x + LANES <= hi + 1 {
+            lanes = scan_lanes::<false>(cur, terrain, base, x, lanes);
+            x += LANES;
+        }
+        carry = _mm256_cvtsi256_si32(lanes) as u32;
     }
     while x <= hi {
         carry = cur[x].min(carry + straight[terrain[x] as usize]);
@@ -762,9 +768,13 @@ fn scan_avx2(cur: &mut [u32], terrain: &[u8], straight: &[u32; 256], lo: u32, hi
     let mut carry = cur[right];
     // Cells right - 1 down to lo, eight at a time: lanes hold x, x - 1, ..., x - 7.
     let mut x = right;
-    while x >= lo + LANES {
-        carry = scan_lanes::<true>(cur, terrain, base, x - LANES, carry);
-        x -= LANES;
+    if x >= lo + LANES {
+        let mut lanes = _mm256_set1_epi32(carry as i32);
+        while x >= lo + LANES {
+            lanes = scan_lanes::<true>(cur, terrain, base, x - LANES, lanes);
+            x -= LANES;
+        }
+        carry = _mm256_cvtsi256_si32(lanes) as u32;
     }
     while x > lo {
         x -= 1;
@@ -795,7 +805,8 @@ const LANES: usize = 8;
 
 /// One step of [`scan_avx2`] over cells `at..at + 8`, from `carry`, the value of the cell
 /// before them in the scan's direction (`at - 1` forwards; `at + 8` when `BACKWARDS`, where
-/// the lanes hold the cells in reverse). Returns the last cell's new value.
+/// the lanes hold the cells in reverse), in every lane. Returns the last cell's new value, in
+/// every lane.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
@@ -804,8 +815,8 @@ fn scan_lanes<const BACKWARDS: bool>(
     terrain: &[u8],
     base: u32,
     at: usize,
-    carry: u32,
-) -> u32 {
+    carry: std::arch::x86_64::__m256i,
+) -> std::arch::x86_64::__m256i {
     use std::arch::x86_64::*;
     let row: &mut [u32; LANES] = (&mut cur[at..at + LANES]).try_into().expect("8 cells");
     let steps: &[u8; LANES] = terrain[at..at + LANES].try_into().expect("8 cells");
@@ -845,8 +856,8 @@ fn scan_lanes<const BACKWARDS: bool>(
     let w4 = _mm256_blend_epi32::<0b0000_1111>(_mm256_permutevar8x32_epi32(w, shift4), zero);
     v = _mm256_min_epu32(v, _mm256_add_epi32(v4, w));
     w = _mm256_min_epu32(_mm256_add_epi32(w, w4), inf);
-    let mut out = _mm256_min_epu32(v, _mm256_add_epi32(_mm256_set1_epi32(carry as i32), w));
-    let last = _mm256_extract_epi32::<7>(out) as u32;
+    let mut out = _mm256_min_epu32(v, _mm256_add_epi32(carry, w));
+    let last = _mm256_permutevar8x32_epi32(out, _mm256_set1_epi32(7));
     if BACKWARDS {
         out = _mm256_permutevar8x32_epi32(out, reverse);
     }
