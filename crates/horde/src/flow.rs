@@ -383,16 +383,9 @@ fn derive_avx2(
     out: &mut [u8],
     first: usize,
 ) {
-    let w = pw - 2;
-    let (straight, diagonal) = (model.straight(), model.diagonal());
-    for (k, row) in out.chunks_exact_mut(w).enumerate() {
-        let y = first + k;
-        let up = &dist[y * pw..(y + 1) * pw];
-        let mid = &dist[(y + 1) * pw..(y + 2) * pw];
-        let down = &dist[(y + 2) * pw..(y + 3) * pw];
-        let terrain = &costs[(y + 1) * pw..(y + 2) * pw];
-        derive_row_avx2(up, mid, down, terrain, straight, diagonal, row);
-    }
+    derive_rows_with(costs, dist, pw, model, out, first, |u, m, d, t, s, g, r| {
+        derive_row_avx2(u, m, d, t, s, g, r)
+    });
 }
 
 /// [`derive_row`] eight cells at a time, written out in AVX2: the compiler vectorises the plain
@@ -411,12 +404,7 @@ fn derive_row_avx2(
 ) {
     use std::arch::x86_64::*;
     let w = row.len();
-    let (up, mid, down, terrain) = (
-        &up[..w + 2],
-        &mid[..w + 2],
-        &down[..w + 2],
-        &terrain[..w + 2],
-    );
+    let (up, mid, down, terrain) = padded_rows(up, mid, down, terrain, w);
     let load = |values: &[u32], at: usize| {
         let lanes: &[u32; 8] = values[at..at + 8].try_into().expect("8 values");
         // SAFETY: reads 8 u32 from an array of 8.
@@ -511,6 +499,20 @@ fn derive_rows(
     out: &mut [u8],
     first: usize,
 ) {
+    derive_rows_with(costs, dist, pw, model, out, first, derive_row);
+}
+
+/// The rows of a band, each by `derive_row` (the plain or the AVX2 kernel).
+#[inline(always)]
+fn derive_rows_with(
+    costs: &[u8],
+    dist: &[u32],
+    pw: usize,
+    model: CostModel,
+    out: &mut [u8],
+    first: usize,
+    derive_row: impl Fn(&[u32], &[u32], &[u32], &[u8], u32, u32, &mut [u8]),
+) {
     let w = pw - 2;
     let (straight, diagonal) = (model.straight(), model.diagonal());
     for (k, row) in out.chunks_exact_mut(w).enumerate() {
@@ -521,6 +523,24 @@ fn derive_rows(
         let terrain = &costs[(y + 1) * pw..(y + 2) * pw];
         derive_row(up, mid, down, terrain, straight, diagonal, row);
     }
+}
+
+/// The rows around a row of `w` cells, cut to its padded width (so that indexing in the kernels
+/// needs no further bounds checks).
+#[inline(always)]
+fn padded_rows<'a>(
+    up: &'a [u32],
+    mid: &'a [u32],
+    down: &'a [u32],
+    terrain: &'a [u8],
+    w: usize,
+) -> (&'a [u32], &'a [u32], &'a [u32], &'a [u8]) {
+    (
+        &up[..w + 2],
+        &mid[..w + 2],
+        &down[..w + 2],
+        &terrain[..w + 2],
+    )
 }
 
 /// One row of arrows, without branches on the data. The corner rule needs no terrain lookups
@@ -537,12 +557,7 @@ fn derive_row(
     row: &mut [u8],
 ) {
     let w = row.len();
-    let (up, mid, down, terrain) = (
-        &up[..w + 2],
-        &mid[..w + 2],
-        &down[..w + 2],
-        &terrain[..w + 2],
-    );
+    let (up, mid, down, terrain) = padded_rows(up, mid, down, terrain, w);
     for (x, slot) in row.iter_mut().enumerate() {
         let c = x + 1;
         let t = terrain[c] as u32;

@@ -683,12 +683,35 @@ fn settle_with(
 #[inline]
 fn scan(cur: &mut [u32], terrain: &[u8], straight: &[u32; 256], lo: u32, hi: u32) -> Span {
     let (lo, hi) = (lo as usize, hi as usize);
-    let end = cur.len() - 1;
     let mut carry = cur[lo];
     for x in lo + 1..=hi {
         carry = cur[x].min(carry + straight[terrain[x] as usize]);
         cur[x] = carry;
     }
+    let right = improve_right(cur, terrain, straight, hi, carry);
+    let mut carry = cur[right];
+    for x in (lo..right).rev() {
+        carry = cur[x].min(carry + straight[terrain[x] as usize]);
+        cur[x] = carry;
+    }
+    Span {
+        lo: improve_left(cur, terrain, straight, lo, carry) as u32,
+        hi: right as u32,
+    }
+}
+
+/// Beyond column `hi`, where the scan ends with value `carry`: improve cells rightwards while
+/// they improve (the row was consistent along itself before). Returns the last column changed,
+/// or `hi`.
+#[inline(always)]
+fn improve_right(
+    cur: &mut [u32],
+    terrain: &[u8],
+    straight: &[u32; 256],
+    hi: usize,
+    mut carry: u32,
+) -> usize {
+    let end = cur.len() - 1;
     let mut right = hi;
     let mut x = hi + 1;
     while x < end {
@@ -701,11 +724,18 @@ fn scan(cur: &mut [u32], terrain: &[u8], straight: &[u32; 256], lo: u32, hi: u32
         right = x;
         x += 1;
     }
-    let mut carry = cur[right];
-    for x in (lo..right).rev() {
-        carry = cur[x].min(carry + straight[terrain[x] as usize]);
-        cur[x] = carry;
-    }
+    right
+}
+
+/// [`improve_right`] leftwards of column `lo`. Returns the first column changed, or `lo`.
+#[inline(always)]
+fn improve_left(
+    cur: &mut [u32],
+    terrain: &[u8],
+    straight: &[u32; 256],
+    lo: usize,
+    mut carry: u32,
+) -> usize {
     let mut left = lo;
     let mut x = lo;
     while x > 1 {
@@ -718,10 +748,7 @@ fn scan(cur: &mut [u32], terrain: &[u8], straight: &[u32; 256], lo: u32, hi: u32
         carry = v;
         left = x;
     }
-    Span {
-        lo: left as u32,
-        hi: right as u32,
-    }
+    left
 }
 
 /// [`scan`] with the stretches it runs without branches done eight cells at a time: the same
@@ -735,7 +762,6 @@ fn scan(cur: &mut [u32], terrain: &[u8], straight: &[u32; 256], lo: u32, hi: u32
 fn scan_avx2(cur: &mut [u32], terrain: &[u8], straight: &[u32; 256], lo: u32, hi: u32) -> Span {
     use std::arch::x86_64::{_mm256_cvtsi256_si32, _mm256_set1_epi32};
     let (lo, hi) = (lo as usize, hi as usize);
-    let end = cur.len() - 1;
     let base = straight[1];
     let mut carry = cur[lo];
     let mut x = lo + 1;
@@ -753,18 +779,7 @@ fn scan_avx2(cur: &mut [u32], terrain: &[u8], straight: &[u32; 256], lo: u32, hi
         cur[x] = carry;
         x += 1;
     }
-    let mut right = hi;
-    let mut x = hi + 1;
-    while x < end {
-        let v = carry + straight[terrain[x] as usize];
-        if v >= cur[x] {
-            break;
-        }
-        cur[x] = v;
-        carry = v;
-        right = x;
-        x += 1;
-    }
+    let right = improve_right(cur, terrain, straight, hi, carry);
     let mut carry = cur[right];
     // Cells right - 1 down to lo, eight at a time: lanes hold x, x - 1, ..., x - 7.
     let mut x = right;
@@ -781,20 +796,8 @@ fn scan_avx2(cur: &mut [u32], terrain: &[u8], straight: &[u32; 256], lo: u32, hi
         carry = cur[x].min(carry + straight[terrain[x] as usize]);
         cur[x] = carry;
     }
-    let mut left = lo;
-    let mut x = lo;
-    while x > 1 {
-        x -= 1;
-        let v = carry + straight[terrain[x] as usize];
-        if v >= cur[x] {
-            break;
-        }
-        cur[x] = v;
-        carry = v;
-        left = x;
-    }
     Span {
-        lo: left as u32,
+        lo: improve_left(cur, terrain, straight, lo, carry) as u32,
         hi: right as u32,
     }
 }
