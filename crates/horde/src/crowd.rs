@@ -357,7 +357,7 @@ impl NeighbourGrid {
         })
     }
 
-    /// Call `visit(j, p - points[j], distance²)` for every entry `j != me` closer to `p` than
+    /// Call `visit(j, p - position[j], distance²)` for every entry `j != me` closer to `p` than
     /// `within`, in entry order. The cells searched are those that overlap the square of half
     /// side `within + drift` round `p`, since an entry is filed under the cell of where it stood
     /// when the grid was built. Entries are measured [`LANES`] at a time without branches, so
@@ -403,11 +403,11 @@ impl NeighbourGrid {
         }
     }
 
-    /// Sort the living agents into cells. The cell side is at least `reach` (so a 3 × 3 block
-    /// holds every neighbour in reach) and grows on sparse crowds so that the grid has at most
-    /// about one cell per two agents: the work per step is O(agents), whatever the map's size,
-    /// and the cell starts cost at most 2 bytes per agent. Larger cells cost little: a block's
-    /// entries are measured eight at a time.
+    /// Sort the living agents into the cells of a grid over the box round them. The cell side is
+    /// at least `reach` (so the 3 × 3 block round an agent, which `max_overlap` reads, holds
+    /// every neighbour in reach) and grows on sparse crowds so that the grid has at most about
+    /// one cell per two agents: the work per step is O(agents), whatever the map's size, and the
+    /// cell starts cost at most 2 bytes per agent.
     fn rebuild(
         &mut self,
         positions: &[Vec2],
@@ -893,7 +893,8 @@ impl Crowd {
     }
 
     /// Advance every agent by `dt` seconds. `groups[k]` is the field and goal of the agents with
-    /// `group == k`. O(agents × neighbours) plus O(grid cells) for the neighbour grid.
+    /// `group == k`. O(agents × neighbours): the neighbour grid has at most one cell per two
+    /// agents.
     ///
     /// ```
     /// use glam::{UVec2, Vec2};
