@@ -553,27 +553,81 @@ fn row_pass(
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above), the only requirement of a
             // `#[target_feature(enable = "avx2")]` function; the function itself is safe code.
-            unsafe { candidates_avx2(prev, terrain, prev_terrain, prices, cand, lo, hi) };
-            // SAFETY: as above.
-            return unsafe { settle_avx2(cur, terrain, table, cand, lo, hi) };
+            return unsafe {
+                row_pass_avx2(cur, prev, terrain, prev_terrain, prices, table, lo, hi)
+            };
         }
     }
     candidates(prev, terrain, prev_terrain, prices, cand, lo, hi);
     settle(cur, terrain, table, cand, lo, hi)
 }
 
+/// [`row_pass`] for AVX2: the offers from the row before are taken into the row in the same
+/// pass that makes them (no candidate row to write and read again), then the vector scans.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn candidates_avx2(
+#[allow(clippy::too_many_arguments)]
+fn row_pass_avx2(
+    cur: &mut [u32],
     prev: &[u32],
     terrain: &[u8],
     prev_terrain: &[u8],
     prices: Prices,
-    cand: &mut [u32],
+    table: &[u32; 256],
     lo: usize,
     hi: usize,
-) {
-    candidates(prev, terrain, prev_terrain, prices, cand, lo, hi)
+) -> Span {
+    match offer(prev, terrain, prev_terrain, prices, cur, lo, hi) {
+        None => EMPTY,
+        Some((first, last)) => scan_avx2(cur, terrain, table, first as u32, last as u32),
+    }
+}
+
+/// Take the offers of the row before into `cur[lo..=hi]` and return the first and last columns
+/// that improved. Lane-wide operations only (the compiler vectorises it where AVX2 gives it a
+/// 32-bit unsigned minimum and maximum).
+#[inline(always)]
+fn offer(
+    prev: &[u32],
+    terrain: &[u8],
+    prev_terrain: &[u8],
+    prices: Prices,
+    cur: &mut [u32],
+    lo: usize,
+    hi: usize,
+) -> Option<(usize, usize)> {
+    let n = hi + 1 - lo;
+    let (pl, pc, pr) = (&prev[lo - 1..][..n], &prev[lo..][..n], &prev[lo + 1..][..n]);
+    let (tl, tc, tr) = (
+        &terrain[lo - 1..][..n],
+        &terrain[lo..][..n],
+        &terrain[lo + 1..][..n],
+    );
+    let (pt, row) = (&prev_terrain[lo..][..n], &mut cur[lo..][..n]);
+    let (mut first, mut last) = (u32::MAX, 0u32);
+    for i in 0..n {
+        let c = candidate(pl[i], pc[i], pr[i], tl[i], tc[i], tr[i], pt[i], prices);
+        let better = c < row[i];
+        row[i] = if better { c } else { row[i] };
+        first = first.min(if better { i as u32 } else { u32::MAX });
+        last = last.max(if better { i as u32 } else { 0 });
+    }
+    (first != u32::MAX).then(|| (lo + first as usize, lo + last as usize))
+}
+
+/// The best value a cell gets from the three cells of the row before: straight from `pc` at
+/// the straight price of its terrain `tc`, diagonally from `pl` and `pr` at the diagonal price
+/// when both cells the step passes between are walkable (the corner rule).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn candidate(pl: u32, pc: u32, pr: u32, tl: u8, tc: u8, tr: u8, pt: u8, prices: Prices) -> u32 {
+    let n_ok = pt != WALL;
+    let s = price(tc, prices.straight);
+    let g = price(tc, prices.diagonal);
+    let a = pc + s;
+    let b = if n_ok & (tl != WALL) { pl + g } else { INF };
+    let c = if n_ok & (tr != WALL) { pr + g } else { INF };
+    a.min(b).min(c)
 }
 
 /// The best value each cell of `lo..=hi` gets from the row before. No dependency between cells
@@ -598,21 +652,7 @@ fn candidates(
     );
     let (pt, out) = (&prev_terrain[lo..][..n], &mut cand[lo..][..n]);
     for i in 0..n {
-        let n_ok = pt[i] != WALL;
-        let s = price(tc[i], prices.straight);
-        let g = price(tc[i], prices.diagonal);
-        let a = pc[i] + s;
-        let b = if n_ok & (tl[i] != WALL) {
-            pl[i] + g
-        } else {
-            INF
-        };
-        let c = if n_ok & (tr[i] != WALL) {
-            pr[i] + g
-        } else {
-            INF
-        };
-        out[i] = a.min(b).min(c);
+        out[i] = candidate(pl[i], pc[i], pr[i], tl[i], tc[i], tr[i], pt[i], prices);
     }
 }
 
@@ -626,35 +666,6 @@ fn settle(
     cand: &[u32],
     lo: usize,
     hi: usize,
-) -> Span {
-    settle_with(cur, terrain, straight, cand, lo, hi, scan)
-}
-
-/// [`settle`] with the AVX2 scans.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn settle_avx2(
-    cur: &mut [u32],
-    terrain: &[u8],
-    straight: &[u32; 256],
-    cand: &[u32],
-    lo: usize,
-    hi: usize,
-) -> Span {
-    settle_with(cur, terrain, straight, cand, lo, hi, |c, t, s, a, b| {
-        scan_avx2(c, t, s, a, b)
-    })
-}
-
-#[inline(always)]
-fn settle_with(
-    cur: &mut [u32],
-    terrain: &[u8],
-    straight: &[u32; 256],
-    cand: &[u32],
-    lo: usize,
-    hi: usize,
-    scan: impl Fn(&mut [u32], &[u8], &[u32; 256], u32, u32) -> Span,
 ) -> Span {
     let (row, offered) = (&mut cur[lo..=hi], &cand[lo..=hi]);
     let Some(first) = row.iter().zip(offered).position(|(c, n)| n < c) else {
@@ -908,26 +919,48 @@ mod tests {
     };
 
     #[test]
-    fn vectorised_and_plain_candidates_agree() {
-        for seed in 0..200 {
+    fn vectorised_and_plain_row_passes_agree() {
+        for seed in 0..600 {
             let n = 3 + seed as usize * 7 % 300;
             let (prev, terrain, prev_terrain) = random_rows(seed, n);
-            let mut plain = vec![INF; n];
-            candidates(&prev, &terrain, &prev_terrain, PRICES, &mut plain, 1, n - 2);
+            let mut cand = vec![INF; n];
+            candidates(&prev, &terrain, &prev_terrain, PRICES, &mut cand, 1, n - 2);
             // Walls never get a value below INF, whatever their neighbours hold.
             for x in 1..n - 1 {
                 if terrain[x] == WALL {
-                    assert!(plain[x] >= INF);
+                    assert!(cand[x] >= INF);
                 }
             }
+            // A row to improve: as the builder keeps it (walls at INF), with some values in.
+            let (mut row, _, _) = random_rows(seed + 1000, n);
+            for x in 0..n {
+                if terrain[x] == WALL || seed % 3 == 0 {
+                    row[x] = INF;
+                }
+            }
+            let table: [u32; 256] = std::array::from_fn(|t| price(t as u8, PRICES.straight));
+            let (lo, hi) = (1 + seed as usize % (n - 2), n - 2);
+            let mut plain = row.clone();
+            candidates(&prev, &terrain, &prev_terrain, PRICES, &mut cand, lo, hi);
+            let a = settle(&mut plain, &terrain, &table, &cand, lo, hi);
             #[cfg(target_arch = "x86_64")]
             if std::arch::is_x86_feature_detected!("avx2") {
-                let mut wide = vec![INF; n];
+                let mut wide = row.clone();
                 // SAFETY: AVX2 is present (checked above).
-                unsafe {
-                    candidates_avx2(&prev, &terrain, &prev_terrain, PRICES, &mut wide, 1, n - 2)
+                let b = unsafe {
+                    row_pass_avx2(
+                        &mut wide,
+                        &prev,
+                        &terrain,
+                        &prev_terrain,
+                        PRICES,
+                        &table,
+                        lo,
+                        hi,
+                    )
                 };
                 assert_eq!(plain, wide, "seed {seed}");
+                assert_eq!((a.lo, a.hi), (b.lo, b.hi), "seed {seed}");
             }
         }
     }
