@@ -451,6 +451,15 @@ impl NeighbourGrid {
         self.cell = reach.max((2.0 * area / alive.max(1) as f32).sqrt());
         self.cols = ((self.extent.x / self.cell).ceil() as u32).clamp(1, 1 << 12);
         self.rows = ((self.extent.y / self.cell).ceil() as u32).clamp(1, 1 << 12);
+        // Rounding each side up can leave more cells than that, most of all on a long thin
+        // crowd (a column on the march): widen the cells until there is at most one per two
+        // agents, which the memory per agent counts on.
+        let most = (alive / 2).max(1) as u64;
+        while self.cols as u64 * self.rows as u64 > most {
+            self.cell *= 1.25;
+            self.cols = ((self.extent.x / self.cell).ceil() as u32).clamp(1, 1 << 12);
+            self.rows = ((self.extent.y / self.cell).ceil() as u32).clamp(1, 1 << 12);
+        }
         self.cell = self
             .cell
             .max(self.extent.x / self.cols as f32)
@@ -1745,6 +1754,36 @@ mod tests {
                 near_mask_scalar(p, &xs, &ys, within2),
                 "round {round}"
             );
+        }
+    }
+
+    #[test]
+    fn the_neighbour_grid_has_at_most_one_cell_per_two_agents() {
+        // Columns on the march (one row of agents along a long map), spread crowds, tiny ones.
+        let cost = CostField::new(Grid::new(1000, 40).unwrap());
+        for (n, column) in [
+            (10, true),
+            (1000, true),
+            (3, false),
+            (1000, false),
+            (5000, false),
+        ] {
+            let mut crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+            for k in 0..n {
+                let p = if column {
+                    Vec2::new(k as f32 * 999.0 / n as f32 + 0.5, 20.5)
+                } else {
+                    Vec2::new((k * 37 % 1000) as f32 + 0.5, (k * 11 % 40) as f32 + 0.5)
+                };
+                crowd.add_agent(&cost, params(p)).unwrap();
+            }
+            crowd.rebuild_neighbours();
+            let ng = &crowd.neighbours;
+            let cells = ng.cols as usize * ng.rows as usize;
+            assert!(cells <= (n / 2).max(1), "{n} agents, {cells} cells");
+            // Cells are never narrower than the reach of a push.
+            assert!(ng.cell >= ng.reach.max(2.0 * ng.widest));
+            assert_eq!(ng.slots.len(), n);
         }
     }
 
