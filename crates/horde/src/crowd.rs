@@ -1356,8 +1356,8 @@ struct Contacts {
     push: Vec2,
     /// Touching an arrived agent of its group that is nearer the goal.
     blocked_by_arrived: bool,
-    /// Touching an arrived agent of its group that lies ahead along the desired direction.
-    queued_behind_arrived: bool,
+    /// Touching an arrived agent of its group.
+    touching_arrived: bool,
     /// Half of every overlap, as a displacement away from the neighbours.
     unpenetrate: Vec2,
     /// Unit vectors from touching neighbours to the agent.
@@ -1395,25 +1395,33 @@ struct StepContext<'a> {
 }
 
 impl StepContext<'_> {
-    /// True if the straight segment from `a` to `b` crosses no wall cell (and squeezes past no
-    /// wall corner), walking the cells it passes through.
+    /// True if the straight segment from `a` to `b` crosses no wall cell, squeezes past no wall
+    /// corner, and crosses no terrain costlier than the cell it starts on, walking the cells it
+    /// passes through. (The field may go round costly terrain; a line through it would pull the
+    /// agent off the field's way at one spot and let it back at the next, and it would swing
+    /// between the two.)
     fn clear_line(&self, a: Vec2, b: Vec2) -> bool {
         let g = self.grid;
         let (pa, pb) = (g.world_to_grid(a), g.world_to_grid(b));
+        let cost = |x: f32, y: f32| {
+            if x < 0.0 || y < 0.0 || x >= g.width() as f32 || y >= g.height() as f32 {
+                WALL
+            } else {
+                self.costs[y as usize * g.width() as usize + x as usize]
+            }
+        };
+        let mut prev = pa.floor();
+        let start = cost(prev.x, prev.y);
+        if start == WALL {
+            return false;
+        }
         let d = pb - pa;
         let steps = (d.x.abs().max(d.y.abs()) * 2.0).ceil().max(1.0) as u32;
-        let mut prev = pa.floor();
         for s in 1..=steps {
             let q = (pa + d * (s as f32 / steps as f32)).floor();
             if q != prev {
-                let wall = |x: f32, y: f32| {
-                    x < 0.0
-                        || y < 0.0
-                        || x >= g.width() as f32
-                        || y >= g.height() as f32
-                        || self.costs[y as usize * g.width() as usize + x as usize] == WALL
-                };
-                if wall(q.x, q.y)
+                let wall = |x: f32, y: f32| cost(x, y) == WALL;
+                if cost(q.x, q.y) > start
                     || (q.x != prev.x && q.y != prev.y && (wall(q.x, prev.y) || wall(prev.x, q.y)))
                 {
                     return false;
@@ -1486,7 +1494,7 @@ impl StepContext<'_> {
         }
 
         // Separation from the k nearest neighbours (DetourCrowd's kernel).
-        let contact = self.separation(i, p, radius, state, grp.goal, dist_goal, desired);
+        let contact = self.separation(i, p, radius, state, grp.goal, dist_goal);
         let (sep, blocked_by_arrived, unpenetrate) = (
             contact.push,
             contact.blocked_by_arrived,
@@ -1559,10 +1567,11 @@ impl StepContext<'_> {
             *anchor = dist_goal;
             *timer = 0.0;
         } else if *timer >= cfg.stuck_time {
-            if dist_goal <= pile + cfg.slowdown_radius || contact.queued_behind_arrived {
-                // Held up near the goal, or in a queue behind the agents that got there first
-                // (in a winding corridor the queue reaches beyond the pile): as close as it
-                // will get.
+            if dist_goal <= pile + cfg.slowdown_radius || contact.touching_arrived {
+                // Held up near the goal, or against agents of its group that got there first
+                // (in a winding corridor or a crowded dead end the queue reaches beyond the
+                // pile, and what blocks it need not lie straight ahead): as close as it will
+                // get.
                 state = AgentState::Arrived;
                 *timer = 0.0;
             } else {
@@ -1607,7 +1616,6 @@ impl StepContext<'_> {
         state: AgentState,
         goal: Vec2,
         dist_goal: f32,
-        desired: Vec2,
     ) -> Contacts {
         let cfg = self.config;
         let ng = self.neighbours;
@@ -1615,7 +1623,7 @@ impl StepContext<'_> {
         let mut contacts = Contacts {
             push: Vec2::ZERO,
             blocked_by_arrived: false,
-            queued_behind_arrived: false,
+            touching_arrived: false,
             unpenetrate: Vec2::ZERO,
             normals: [Vec2::ZERO; 16],
             touching: 0,
@@ -1651,7 +1659,7 @@ impl StepContext<'_> {
         let mut sum = Vec2::ZERO;
         let mut unpenetrate = Vec2::ZERO;
         let mut blocked = false;
-        let mut queued = false;
+        let mut touching_arrived = false;
         for &(d2, j) in &best[..count] {
             let e = j as usize;
             let diff = p - ng.point(e);
@@ -1665,14 +1673,11 @@ impl StepContext<'_> {
             {
                 blocked = true;
             }
-            // An arrived agent of the same group right ahead on the way (the way may wind, so
-            // "ahead" is along the desired direction, not straight at the goal).
             if other == AgentState::Arrived
                 && d < touch
-                && desired.dot(-diff) > 0.3 * d
                 && self.group_of[j as usize] == self.group_of[i]
             {
-                queued = true;
+                touching_arrived = true;
             }
             let w = 1.0 - d2 / reach2;
             let dir = coincident_safe_dir(diff, d, i as u32, j);
@@ -1698,7 +1703,7 @@ impl StepContext<'_> {
             Vec2::ZERO
         };
         contacts.blocked_by_arrived = blocked;
-        contacts.queued_behind_arrived = queued;
+        contacts.touching_arrived = touching_arrived;
         contacts.unpenetrate = unpenetrate;
         contacts
     }

@@ -183,7 +183,8 @@ impl FlowField {
 
     /// A smooth direction: the arrows of the four cell centres around the position, blended
     /// bilinearly. Cells without an arrow add nothing, a goal cell pulls towards its centre, and
-    /// the result falls back to the nearest arrow when the blend cancels out. Walls, unreachable
+    /// the result falls back to the nearest arrow when the blend cancels out or turns more than
+    /// a right angle away from it (beside wall corners). Walls, unreachable
     /// cells and the outside give [`FlowSample::NoDirection`] exactly as
     /// [`sample_nearest`](Self::sample_nearest) does. O(1).
     ///
@@ -264,9 +265,13 @@ impl FlowField {
                 sum += v * weights[k];
             }
         }
+        // The cell's own arrow is always a legal step; a blend that turns more than a right
+        // angle away from it (arrows of the cells beyond a wall corner pulling the other way)
+        // would push a unit into the wall, so the arrow wins.
+        let own = UNIT[here as usize];
         match sum.try_normalize() {
-            Some(d) if sum.length_squared() > 1e-6 => FlowSample::Direction(d),
-            _ => FlowSample::Direction(UNIT[here as usize]),
+            Some(d) if sum.length_squared() > 1e-6 && d.dot(own) >= 0.0 => FlowSample::Direction(d),
+            _ => FlowSample::Direction(own),
         }
     }
 }
