@@ -597,13 +597,16 @@ fn offer(
     hi: usize,
 ) -> Option<(usize, usize)> {
     let n = hi + 1 - lo;
-    let (pl, pc, pr) = (&prev[lo - 1..][..n], &prev[lo..][..n], &prev[lo + 1..][..n]);
-    let (tl, tc, tr) = (
-        &terrain[lo - 1..][..n],
-        &terrain[lo..][..n],
-        &terrain[lo + 1..][..n],
-    );
-    let (pt, row) = (&prev_terrain[lo..][..n], &mut cur[lo..][..n]);
+    let Above {
+        pl,
+        pc,
+        pr,
+        tl,
+        tc,
+        tr,
+        pt,
+    } = Above::new(prev, terrain, prev_terrain, lo, n);
+    let row = &mut cur[lo..][..n];
     let (mut first, mut last) = (u32::MAX, 0u32);
     for i in 0..n {
         let c = candidate(pl[i], pc[i], pr[i], tl[i], tc[i], tr[i], pt[i], prices);
@@ -613,6 +616,40 @@ fn offer(
         last = last.max(if better { i as u32 } else { 0 });
     }
     (first != u32::MAX).then(|| (lo + first as usize, lo + last as usize))
+}
+
+/// What the cells `lo..lo + n` of a row see of the row before, cut to `n` cells each (so that
+/// the loops over them need no bounds checks): values above left, above and above right, the
+/// row's own terrain left, here and right (the corner rule), and the terrain above.
+struct Above<'a> {
+    pl: &'a [u32],
+    pc: &'a [u32],
+    pr: &'a [u32],
+    tl: &'a [u8],
+    tc: &'a [u8],
+    tr: &'a [u8],
+    pt: &'a [u8],
+}
+
+impl<'a> Above<'a> {
+    #[inline(always)]
+    fn new(
+        prev: &'a [u32],
+        terrain: &'a [u8],
+        prev_terrain: &'a [u8],
+        lo: usize,
+        n: usize,
+    ) -> Self {
+        Above {
+            pl: &prev[lo - 1..][..n],
+            pc: &prev[lo..][..n],
+            pr: &prev[lo + 1..][..n],
+            tl: &terrain[lo - 1..][..n],
+            tc: &terrain[lo..][..n],
+            tr: &terrain[lo + 1..][..n],
+            pt: &prev_terrain[lo..][..n],
+        }
+    }
 }
 
 /// The best value a cell gets from the three cells of the row before: straight from `pc` at
@@ -644,13 +681,16 @@ fn candidates(
     hi: usize,
 ) {
     let n = hi + 1 - lo;
-    let (pl, pc, pr) = (&prev[lo - 1..][..n], &prev[lo..][..n], &prev[lo + 1..][..n]);
-    let (tl, tc, tr) = (
-        &terrain[lo - 1..][..n],
-        &terrain[lo..][..n],
-        &terrain[lo + 1..][..n],
-    );
-    let (pt, out) = (&prev_terrain[lo..][..n], &mut cand[lo..][..n]);
+    let Above {
+        pl,
+        pc,
+        pr,
+        tl,
+        tc,
+        tr,
+        pt,
+    } = Above::new(prev, terrain, prev_terrain, lo, n);
+    let out = &mut cand[lo..][..n];
     for i in 0..n {
         out[i] = candidate(pl[i], pc[i], pr[i], tl[i], tc[i], tr[i], pt[i], prices);
     }
