@@ -597,19 +597,11 @@ fn offer(
     hi: usize,
 ) -> Option<(usize, usize)> {
     let n = hi + 1 - lo;
-    let Above {
-        pl,
-        pc,
-        pr,
-        tl,
-        tc,
-        tr,
-        pt,
-    } = Above::new(prev, terrain, prev_terrain, lo, n);
+    let above = Above::new(prev, terrain, prev_terrain, lo, n);
     let row = &mut cur[lo..][..n];
     let (mut first, mut last) = (u32::MAX, 0u32);
     for i in 0..n {
-        let c = candidate(pl[i], pc[i], pr[i], tl[i], tc[i], tr[i], pt[i], prices);
+        let c = above.offer(i, prices);
         let better = c < row[i];
         row[i] = if better { c } else { row[i] };
         first = first.min(if better { i as u32 } else { u32::MAX });
@@ -650,6 +642,15 @@ impl<'a> Above<'a> {
             pt: &prev_terrain[lo..][..n],
         }
     }
+
+    /// The best value cell `i` gets from the row before ([`candidate`]).
+    #[inline(always)]
+    fn offer(&self, i: usize, prices: Prices) -> u32 {
+        let (l, c, r) = (self.pl[i], self.pc[i], self.pr[i]);
+        candidate(
+            l, c, r, self.tl[i], self.tc[i], self.tr[i], self.pt[i], prices,
+        )
+    }
 }
 
 /// The best value a cell gets from the three cells of the row before: straight from `pc` at
@@ -681,18 +682,10 @@ fn candidates(
     hi: usize,
 ) {
     let n = hi + 1 - lo;
-    let Above {
-        pl,
-        pc,
-        pr,
-        tl,
-        tc,
-        tr,
-        pt,
-    } = Above::new(prev, terrain, prev_terrain, lo, n);
+    let above = Above::new(prev, terrain, prev_terrain, lo, n);
     let out = &mut cand[lo..][..n];
     for i in 0..n {
-        out[i] = candidate(pl[i], pc[i], pr[i], tl[i], tc[i], tr[i], pt[i], prices);
+        out[i] = above.offer(i, prices);
     }
 }
 
