@@ -600,6 +600,8 @@ fn offer(
     let above = Above::new(prev, terrain, prev_terrain, lo, n);
     let row = &mut cur[lo..][..n];
     let (mut first, mut last) = (u32::MAX, 0u32);
+    // An index over slices that all have n cells: the compiler drops the bounds checks.
+    #[allow(clippy::needless_range_loop)]
     for i in 0..n {
         let c = above.offer(i, prices);
         let better = c < row[i];
@@ -684,6 +686,8 @@ fn candidates(
     let n = hi + 1 - lo;
     let above = Above::new(prev, terrain, prev_terrain, lo, n);
     let out = &mut cand[lo..][..n];
+    // An index over slices that all have n cells: the compiler drops the bounds checks.
+    #[allow(clippy::needless_range_loop)]
     for i in 0..n {
         out[i] = above.offer(i, prices);
     }
