@@ -367,6 +367,12 @@ fn derive_band(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
+        if crate::has_avx512() {
+            // SAFETY: the CPU supports AVX-512 F, BW and VL (checked just above), the only
+            // requirement of the function; the function itself is safe code.
+            unsafe { derive_avx512(costs, dist, pw, model, out, first) };
+            return;
+        }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above), the only requirement of a
             // `#[target_feature(enable = "avx2")]` function; the function itself is safe code.
@@ -423,9 +429,13 @@ fn derive_row_avx2(
         let bytes: &[u8; 8] = terrain[x + 1..x + 9].try_into().expect("8 cells");
         // SAFETY: reads 8 bytes from an array of 8.
         let t = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(bytes.as_ptr().cast()) });
+        // Bases below 2^15: a 16-bit `madd` multiplies them by the terrain, cheaper than the
+        // 32-bit `mullo`.
+        const { assert!(CostModel::TenFourteen.diagonal() < 1 << 15) };
+        const { assert!(CostModel::Octile.diagonal() < 1 << 15) };
         let (s, g) = (
-            _mm256_mullo_epi32(t, straight_v),
-            _mm256_mullo_epi32(t, diagonal_v),
+            _mm256_madd_epi16(t, straight_v),
+            _mm256_madd_epi16(t, diagonal_v),
         );
         let (room_s, room_g) = (_mm256_sub_epi32(all, s), _mm256_sub_epi32(all, g));
         let plus_s = |v| _mm256_add_epi32(_mm256_min_epu32(v, room_s), s);
@@ -483,6 +493,121 @@ fn derive_row_avx2(
         // SAFETY: writes 8 bytes into an array of 8.
         unsafe { _mm_storel_epi64(out.as_mut_ptr().cast(), eight) };
         x += 8;
+    }
+    derive_row(
+        &up[x..],
+        &mid[x..],
+        &down[x..],
+        &terrain[x..],
+        straight,
+        diagonal,
+        &mut row[x..],
+    );
+}
+
+/// The kernel for AVX-512 (F, BW and VL), sixteen cells at a time.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+fn derive_avx512(
+    costs: &[u8],
+    dist: &[u32],
+    pw: usize,
+    model: CostModel,
+    out: &mut [u8],
+    first: usize,
+) {
+    derive_rows_with(costs, dist, pw, model, out, first, |u, m, d, t, s, g, r| {
+        derive_row_avx512(u, m, d, t, s, g, r)
+    });
+}
+
+/// [`derive_row_avx2`] sixteen cells at a time, with mask registers for the tests: the same
+/// bytes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+fn derive_row_avx512(
+    up: &[u32],
+    mid: &[u32],
+    down: &[u32],
+    terrain: &[u8],
+    straight: u32,
+    diagonal: u32,
+    row: &mut [u8],
+) {
+    use std::arch::x86_64::*;
+    const WIDE: usize = 16;
+    let w = row.len();
+    let (up, mid, down, terrain) = padded_rows(up, mid, down, terrain, w);
+    let load = |values: &[u32], at: usize| {
+        let lanes: &[u32; WIDE] = values[at..at + WIDE].try_into().expect("16 values");
+        // SAFETY: reads 16 u32 from an array of 16.
+        unsafe { _mm512_loadu_si512(lanes.as_ptr().cast()) }
+    };
+    let all = _mm512_set1_epi32(-1); // UNREACHABLE in every lane
+    let splat = |v: u32| _mm512_set1_epi32(v as i32);
+    let (straight_v, diagonal_v) = (splat(straight), splat(diagonal));
+    let wall = _mm_set1_epi8(WALL as i8);
+    let mut x = 0;
+    while x + WIDE <= w {
+        let bytes: &[u8; WIDE] = terrain[x + 1..x + 1 + WIDE].try_into().expect("16 cells");
+        // SAFETY: reads 16 bytes from an array of 16.
+        let tc = unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) };
+        let t = _mm512_cvtepu8_epi32(tc);
+        let (s, g) = (
+            _mm512_madd_epi16(t, straight_v),
+            _mm512_madd_epi16(t, diagonal_v),
+        );
+        let (room_s, room_g) = (_mm512_sub_epi32(all, s), _mm512_sub_epi32(all, g));
+        let plus_s = |v| _mm512_add_epi32(_mm512_min_epu32(v, room_s), s);
+        // A side that is UNREACHABLE (all ones) makes the diagonal's offer all ones.
+        let diag = |v, a, b| {
+            let blocked = _mm512_cmpeq_epi32_mask(_mm512_max_epu32(a, b), all);
+            _mm512_mask_mov_epi32(
+                _mm512_add_epi32(_mm512_min_epu32(v, room_g), g),
+                blocked,
+                all,
+            )
+        };
+        let (dn, de, ds, dw) = (
+            load(up, x + 1),
+            load(mid, x + 2),
+            load(down, x + 1),
+            load(mid, x),
+        );
+        let offers = [
+            plus_s(dn),
+            diag(load(up, x + 2), dn, de),
+            plus_s(de),
+            diag(load(down, x + 2), ds, de),
+            plus_s(ds),
+            diag(load(down, x), ds, dw),
+            plus_s(dw),
+            diag(load(up, x), dn, dw),
+        ];
+        let best = offers[1..]
+            .iter()
+            .fold(offers[0], |m, &o| _mm512_min_epu32(m, o));
+        let mut byte = splat(7);
+        for d in (0..7).rev() {
+            let here_best = _mm512_cmpeq_epi32_mask(offers[d], best);
+            byte = _mm512_mask_mov_epi32(byte, here_best, splat(d as u32));
+        }
+        let here = load(mid, x + 1);
+        byte = _mm512_mask_mov_epi32(
+            byte,
+            _mm512_cmpgt_epu32_mask(best, here),
+            splat(FLOW_GOAL as u32),
+        );
+        byte = _mm512_mask_mov_epi32(
+            byte,
+            _mm512_cmpeq_epi32_mask(here, all),
+            splat(FLOW_UNREACHABLE as u32),
+        );
+        byte = _mm512_mask_mov_epi32(byte, _mm_cmpeq_epi8_mask(tc, wall), splat(FLOW_WALL as u32));
+        let out: &mut [u8; WIDE] = (&mut row[x..x + WIDE]).try_into().expect("16 cells");
+        // SAFETY: writes 16 bytes (one per lane, each below 256) into an array of 16.
+        unsafe { _mm_storeu_si128(out.as_mut_ptr().cast(), _mm512_cvtepi32_epi8(byte)) };
+        x += WIDE;
     }
     derive_row(
         &up[x..],
@@ -763,7 +888,7 @@ mod tests {
         // Random terrain, walls and values (including unreachable cells), padded as the builder
         // pads them; the dispatching kernel (AVX2 where the CPU has it, bands of rows on threads
         // for the large map) against the plain one.
-        for (w, h) in [(37, 23), (300, 230), (8, 5), (15, 9)] {
+        for (w, h) in [(37, 23), (300, 230), (8, 5), (15, 9), (16, 4), (47, 31)] {
             let pw = w + 2;
             let mut s = 0x9e37_79b9_7f4a_7c15u64;
             let mut next = move || {
@@ -779,7 +904,11 @@ mod tests {
                     for x in 1..=w {
                         let r = next();
                         if r % 6 != 0 {
-                            costs[y * pw + x] = 1 + (r >> 8) as u8 % 9;
+                            costs[y * pw + x] = if r % 5 == 0 {
+                                1 + (r >> 40) as u8 % 254
+                            } else {
+                                1 + (r >> 8) as u8 % 9
+                            };
                             if r % 13 != 0 {
                                 dist[y * pw + x] = (r >> 20) as u32 % 5000;
                             }
@@ -795,6 +924,22 @@ mod tests {
                 derive(&costs, &dist, pw, model, &mut fast);
                 derive_rows(&costs, &dist, pw, model, &mut plain, 0);
                 assert_eq!(fast, plain);
+                // Each vector kernel the CPU has, whichever the dispatch picks.
+                #[cfg(target_arch = "x86_64")]
+                {
+                    if std::arch::is_x86_feature_detected!("avx2") {
+                        let mut eight = vec![0u8; w * h];
+                        // SAFETY: AVX2 is present (checked above).
+                        unsafe { derive_avx2(&costs, &dist, pw, model, &mut eight, 0) };
+                        assert_eq!(eight, plain);
+                    }
+                    if crate::has_avx512() {
+                        let mut sixteen = vec![0u8; w * h];
+                        // SAFETY: AVX-512 F, BW and VL are present (checked above).
+                        unsafe { derive_avx512(&costs, &dist, pw, model, &mut sixteen, 0) };
+                        assert_eq!(sixteen, plain);
+                    }
+                }
             }
         }
     }

@@ -49,6 +49,16 @@ pub mod io;
 pub mod live;
 pub mod maps;
 
+/// The CPU has the parts of AVX-512 (F, BW and VL) that the 16-lane kernels of the integration
+/// sweeps and the flow field use.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn has_avx512() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+}
+
 pub use astar::{AStar, AStarError, Path};
 pub use coarse::{CoarseError, CoarseField, CoarseWalk};
 pub use cost::{CostEdit, CostError, CostField, CostModel, PLAIN, Shape, WALL};

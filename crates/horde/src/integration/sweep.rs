@@ -4,9 +4,9 @@
 //! ways. Values only ever decrease and are always costs of real paths, so the fixed point is the
 //! shortest-path field: the same values as the Dijkstra wave, hence the same flow.
 //!
-//! Only what can change is swept: each row keeps, per direction, the span of columns where the
-//! row before it changed, and a scan along a row stops where cells stop improving. On open maps
-//! this settles in a few streaming passes, with no queue and no random access. Maps whose shortest
+//! Only what can change is swept: each row keeps, per direction, the chunks of 16 columns where
+//! the row before it changed, and a scan along a row stops where cells stop improving. On open
+//! maps this settles in a few streaming passes, with no queue and no random access. Maps whose shortest
 //! paths wind back and forth (mazes, rooms joined by one-cell doors) need many passes: when the
 //! work passes a budget, the map goes to the wave, and the next builds of that size go straight
 //! there.
@@ -19,9 +19,10 @@ const INF: u32 = (1 << 31) - 1;
 /// The step price of a wall: a wall's candidates all exceed `INF`, so it keeps `INF`.
 const WALL_STEP: u32 = 1 << 31;
 /// Work (columns swept, in units of the map's cells) after which the sweeps hand the map to the
-/// wave. Open maps settle within about 4 (the built-in map 2.1, the 1024 x 1024 map 4.0, the
-/// Moving AI city and game maps 0.9-4.0); mazes and rooms joined by one-cell doors take 9-15,
-/// where the wave is cheaper. Stopping at 6 costs at most about twice the better of the two.
+/// wave. Open maps settle within about 3.5 (the built-in map 2.1, the 1024 x 1024 map 2.8, the
+/// Moving AI city and game maps 0.7-3.5) and the rooms of `8room_000` in 5.3, all in a fifth
+/// to a half of the wave's time; mazes pass 6, where the wave is cheaper. Stopping at 6 costs
+/// at most about twice the better of the two.
 const MAX_WORK: u64 = 6;
 /// After a map was handed to the wave, the next builds of the same size go straight to the wave,
 /// and the sweeps are tried again only after this many.
@@ -39,22 +40,25 @@ const EMPTY: Span = Span {
     hi: 0,
 };
 
-impl Span {
-    fn add(&mut self, lo: u32, hi: u32) {
-        self.lo = self.lo.min(lo);
-        self.hi = self.hi.max(hi);
-    }
-}
+/// Columns per bit of a row's needs. A row's pass looks only at the chunks of columns where a
+/// neighbouring row changed, so that changes at both ends of a row do not make the pass sweep
+/// all the columns between them (on open maps, the late passes change a few cells per row).
+const CHUNK: usize = 16;
 
-/// Per-build scratch of the sweeps: per row, the columns each direction's next pass must look
-/// at (16 bytes per row); a row of candidates. Step prices come from the padded costs (1 byte
-/// per cell) as the rows are swept, so each pass streams 5 bytes per cell.
+/// Per-build scratch of the sweeps: per row, the chunks of columns each direction's next pass
+/// must look at (a bit per `CHUNK` columns and direction: 1/64 byte per cell); a row of
+/// candidates and a row of marks. Step prices come from the padded costs (1 byte per cell) as
+/// the rows are swept, so each pass streams 5 bytes per cell.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct SweepScratch {
-    /// Columns of each row whose neighbour row changed there, per pass direction (0 top-down:
-    /// the row above changed; 1 bottom-up: the row below changed).
-    need: [Vec<Span>; 2],
+    /// Chunks of columns of each row whose neighbour row changed there, per pass direction
+    /// (0 top-down: the row above changed; 1 bottom-up: the row below changed): `words` words
+    /// of bits per row.
+    need: [Vec<u64>; 2],
+    words: usize,
     candidates: Vec<u32>,
+    /// The chunks of columns next to cells the current row changed (`words` words).
+    marks: Vec<u64>,
     /// Builds left to send straight to the wave, and the map size that earned it.
     skip: u32,
     skip_size: (usize, usize),
@@ -64,11 +68,11 @@ pub(crate) struct SweepScratch {
     /// The price of a straight step from each terrain value (walls: `WALL_STEP`), for the scans
     /// along rows, where a table lookup is cheaper than the multiply and the wall test.
     straight_table: Vec<u32>,
-    /// Parallel rounds: a copy of the row beyond each band's edge, and a candidate row per band.
+    /// Parallel rounds: a copy of the row beyond each band's edge, and each band's own rows.
     #[cfg(feature = "parallel")]
     snapshot: Vec<u32>,
     #[cfg(feature = "parallel")]
-    band_candidates: Vec<Vec<u32>>,
+    bands: Vec<BandScratch>,
 }
 
 /// Base prices of a straight and a diagonal step; a step costs its base times the terrain of the
@@ -152,13 +156,16 @@ impl IntegrationBuilder {
         sc.straight_table.clear();
         sc.straight_table
             .extend((0..=255u8).map(|t| price(t, model.straight())));
+        sc.words = pw.div_ceil(CHUNK).div_ceil(64);
         let rows = h + 2;
         for dir in &mut sc.need {
             dir.clear();
-            dir.resize(rows, EMPTY);
+            dir.resize(rows * sc.words, 0);
         }
         sc.candidates.clear();
         sc.candidates.resize(pw, INF);
+        sc.marks.clear();
+        sc.marks.resize(sc.words, 0);
         let dist = &mut self.dist;
         dist.fill(INF);
         for &(v, c) in seeds {
@@ -169,7 +176,8 @@ impl IntegrationBuilder {
             let (y, x) = (c as usize / pw, (c as usize % pw) as u32);
             let row = &mut dist[y * pw..(y + 1) * pw];
             let span = scan(row, &self.costs[y * pw..(y + 1) * pw], sc.table(), x, x);
-            spread(sc, y, h, span);
+            mark_span(&mut sc.marks, span);
+            spread(sc, y, h);
         }
         sc.cursor = SweepCursor {
             budget: MAX_WORK * dist.len() as u64,
@@ -299,9 +307,14 @@ fn parallel_rounds(
     let rows_per = h.div_ceil(bands);
     let bands = h.div_ceil(rows_per);
     sc.snapshot.resize(bands * pw, INF);
-    sc.band_candidates.resize_with(bands, Vec::new);
-    for c in &mut sc.band_candidates {
-        c.resize(pw, INF);
+    let words = sc.words;
+    sc.bands.resize_with(bands, BandScratch::default);
+    for b in &mut sc.bands {
+        b.candidates.resize(pw, INF);
+        b.marks.resize(words, 0);
+        for edge in &mut b.edges {
+            edge.resize(words, 0);
+        }
     }
     let prices = sc.prices;
     let table: [u32; 256] = *sc.table();
@@ -320,21 +333,22 @@ fn parallel_rounds(
             let [need_down, need_up] = &mut sc.need;
             let results: Vec<BandResult> = dist[pw..(h + 1) * pw]
                 .par_chunks_mut(rows_per * pw)
-                .zip(need_down[1..=h].par_chunks_mut(rows_per))
-                .zip(need_up[1..=h].par_chunks_mut(rows_per))
-                .zip(sc.band_candidates.par_iter_mut())
+                .zip(need_down[words..(h + 1) * words].par_chunks_mut(rows_per * words))
+                .zip(need_up[words..(h + 1) * words].par_chunks_mut(rows_per * words))
+                .zip(sc.bands.par_iter_mut())
                 .zip(sc.snapshot.par_chunks(pw))
                 .enumerate()
-                .map(|(k, ((((rows, need_down), need_up), cand), snap))| {
+                .map(|(k, ((((rows, need_down), need_up), scratch), snap))| {
                     sweep_band(
                         rows,
                         costs,
                         [need_down, need_up],
-                        cand,
+                        scratch,
                         snap,
                         Band {
                             first: 1 + k * rows_per,
                             pw,
+                            words,
                             h,
                             upward,
                             prices,
@@ -343,11 +357,16 @@ fn parallel_rounds(
                     )
                 })
                 .collect();
-            for r in results {
+            for (r, b) in results.iter().zip(&mut sc.bands) {
                 changed += r.changed;
                 work += r.work;
-                for &(row, dir, span) in r.outgoing.iter().flatten() {
-                    sc.need[dir][row].add(span.lo, span.hi);
+                for (dir, edge) in r.outgoing.iter().enumerate() {
+                    if let Some(row) = *edge {
+                        let need = &mut sc.need[dir][row * words..][..words];
+                        for (n, m) in need.iter_mut().zip(&mut b.edges[dir]) {
+                            *n |= std::mem::take(m);
+                        }
+                    }
                 }
             }
         }
@@ -367,6 +386,8 @@ struct Band<'a> {
     /// Padded row index of the band's top row.
     first: usize,
     pw: usize,
+    /// Words of needs per row.
+    words: usize,
     h: usize,
     upward: bool,
     prices: Prices,
@@ -378,22 +399,35 @@ struct Band<'a> {
 struct BandResult {
     changed: usize,
     work: u64,
-    outgoing: [Option<(usize, usize, Span)>; 2],
+    /// Per direction, the row beyond the band's edge to tell (its marks are the band's
+    /// `edges`).
+    outgoing: [Option<usize>; 2],
 }
 
-/// One pass over one band's rows (`rows` holds them, `need` their spans per direction).
+/// A band's own scratch: a candidate row, the marks of the row being swept, and the marks for
+/// the rows beyond its two edges.
+#[cfg(feature = "parallel")]
+#[derive(Debug, Default, Clone)]
+struct BandScratch {
+    candidates: Vec<u32>,
+    marks: Vec<u64>,
+    edges: [Vec<u64>; 2],
+}
+
+/// One pass over one band's rows (`rows` holds them, `need` their needs per direction).
 #[cfg(feature = "parallel")]
 fn sweep_band(
     rows: &mut [u32],
     costs: &[u8],
-    need: [&mut [Span]; 2],
-    cand: &mut [u32],
+    need: [&mut [u64]; 2],
+    scratch: &mut BandScratch,
     snapshot: &[u32],
     band: Band,
 ) -> BandResult {
     let Band {
         first,
         pw,
+        words,
         h,
         upward,
         prices,
@@ -401,7 +435,6 @@ fn sweep_band(
     } = band;
     let n = rows.len() / pw;
     let last = first + n - 1;
-    let dir = upward as usize;
     let [need_down, need_up] = need;
     let mut out = BandResult {
         changed: 0,
@@ -411,71 +444,129 @@ fn sweep_band(
     for k in 0..n {
         let local = if upward { n - 1 - k } else { k };
         let y = first + local;
-        let slot = if dir == 0 {
-            &mut need_down[local]
-        } else {
-            &mut need_up[local]
-        };
-        let want = std::mem::replace(slot, EMPTY);
-        if want.lo > want.hi {
-            out.work += 1;
-            continue;
-        }
-        let lo = want.lo.max(1) as usize;
-        let hi = want.hi.min(pw as u32 - 2) as usize;
         let r = y * pw;
         let p = if upward { r + pw } else { r - pw };
-        // The band's first row reads the copy of the row beyond the band's edge.
-        let (cur, prev) = if k == 0 {
-            (&mut rows[local * pw..(local + 1) * pw], snapshot)
-        } else {
-            let pred_local = if upward { local + 1 } else { local - 1 };
-            rows_mut(rows, local, pred_local, pw)
-        };
-        let span = row_pass(
-            cur,
-            prev,
-            &costs[r..r + pw],
-            &costs[p..p + pw],
-            prices,
-            table,
-            cand,
-            lo,
-            hi,
-        );
-        out.work += (hi + 1 - lo) as u64;
-        if span.lo > span.hi {
+        out.work += 1;
+        let mut row_changed = false;
+        loop {
+            let need = if upward {
+                &mut need_up[local * words..][..words]
+            } else {
+                &mut need_down[local * words..][..words]
+            };
+            let Some((lo, hi)) = take_run(need, pw) else {
+                break;
+            };
+            // The band's first row reads the copy of the row beyond the band's edge.
+            let (cur, prev) = if k == 0 {
+                (&mut rows[local * pw..(local + 1) * pw], snapshot)
+            } else {
+                let pred_local = if upward { local + 1 } else { local - 1 };
+                rows_mut(rows, local, pred_local, pw)
+            };
+            let span = row_pass(
+                cur,
+                prev,
+                &costs[r..r + pw],
+                &costs[p..p + pw],
+                prices,
+                table,
+                &mut scratch.candidates,
+                &mut scratch.marks,
+                lo,
+                hi,
+            );
+            out.work += (hi + 1 - lo) as u64;
+            row_changed |= span.lo <= span.hi;
+        }
+        if !row_changed {
             continue;
         }
         out.changed += 1;
-        let (slo, shi) = (span.lo - 1, span.hi + 1);
         // The row below must look here on the next top-down pass, the row above on the next
         // bottom-up one; rows beyond the band's edges are told after the pass.
+        let marks = &mut scratch.marks;
         if y < last {
-            need_down[local + 1].add(slo, shi);
+            or_marks(&mut need_down[(local + 1) * words..][..words], marks);
         } else if y < h {
-            out.outgoing[0] = Some((y + 1, 0, Span { lo: slo, hi: shi }));
+            or_marks(&mut scratch.edges[0], marks);
+            out.outgoing[0] = Some(y + 1);
         }
         if y > first {
-            need_up[local - 1].add(slo, shi);
+            or_marks(&mut need_up[(local - 1) * words..][..words], marks);
         } else if y > 1 {
-            out.outgoing[1] = Some((y - 1, 1, Span { lo: slo, hi: shi }));
+            or_marks(&mut scratch.edges[1], marks);
+            out.outgoing[1] = Some(y - 1);
         }
+        marks.fill(0);
     }
     out
 }
 
-/// Row `y` changed in columns `span`: the rows above and below must look there.
-fn spread(sc: &mut SweepScratch, y: usize, h: usize, span: Span) {
-    if span.lo > span.hi {
-        return;
+/// `need |= marks`.
+#[inline]
+fn or_marks(need: &mut [u64], marks: &[u64]) {
+    for (n, &m) in need.iter_mut().zip(marks) {
+        *n |= m;
     }
+}
+
+/// The first run of consecutive marked chunks in a row's needs, cleared, as columns (padded
+/// x, within the map). One pass over a run instead of one per chunk: each pass over a row has a
+/// fixed cost.
+#[inline]
+fn take_run(need: &mut [u64], pw: usize) -> Option<(usize, usize)> {
+    loop {
+        let w = need.iter().position(|&b| b != 0)?;
+        let start = w * 64 + need[w].trailing_zeros() as usize;
+        let mut end = start;
+        while end / 64 < need.len() {
+            let (word, bit) = (end / 64, end % 64);
+            // The marked chunks from `bit` on, up to the first unmarked one.
+            let ones = ((!(need[word] >> bit)).trailing_zeros() as usize).min(64 - bit);
+            need[word] &= !(u64::MAX.checked_shl(ones as u32).map_or(u64::MAX, |m| !m) << bit);
+            end += ones;
+            if bit + ones < 64 {
+                break;
+            }
+        }
+        // A run of only the border column has no column to sweep.
+        let (lo, hi) = ((start * CHUNK).max(1), (end * CHUNK - 1).min(pw - 2));
+        if lo <= hi {
+            return Some((lo, hi));
+        }
+    }
+}
+
+/// Mark the chunks of columns `lo - 1..=hi + 1`: the cells next to columns `lo..=hi`
+/// (straight and diagonal steps), for the rows above and below. Marks beyond the map's columns
+/// are dropped when the marks are read.
+#[inline(always)]
+fn mark_cells(marks: &mut [u64], lo: usize, hi: usize) {
+    for c in (lo - 1) / CHUNK..=(hi + 1) / CHUNK {
+        marks[c / 64] |= 1 << (c % 64);
+    }
+}
+
+/// [`mark_cells`] for a span, if it is not empty.
+#[inline]
+fn mark_span(marks: &mut [u64], span: Span) {
+    if span.lo <= span.hi {
+        mark_cells(marks, span.lo as usize, span.hi as usize);
+    }
+}
+
+/// Row `y` changed next to its marks: the rows above and below must look there. Clears the
+/// marks.
+fn spread(sc: &mut SweepScratch, y: usize, h: usize) {
+    let words = sc.words;
     if y < h {
-        sc.need[0][y + 1].add(span.lo - 1, span.hi + 1);
+        or_marks(&mut sc.need[0][(y + 1) * words..][..words], &sc.marks);
     }
     if y > 1 {
-        sc.need[1][y - 1].add(span.lo - 1, span.hi + 1);
+        or_marks(&mut sc.need[1][(y - 1) * words..][..words], &sc.marks);
     }
+    sc.marks.fill(0);
 }
 
 /// Row `k` of a pass (top-down, or bottom-up): returns whether it changed, and the columns
@@ -492,34 +583,35 @@ fn sweep_row(
     let dir = upward as usize;
     let y = if upward { h - k } else { k + 1 };
     let pred = if upward { y + 1 } else { y - 1 };
-    let need = std::mem::replace(&mut sc.need[dir][y], EMPTY);
-    if need.lo > need.hi {
-        return (false, 1);
-    }
-    let lo = need.lo.max(1) as usize;
-    let hi = need.hi.min(pw as u32 - 2) as usize;
-    let (cur, prev) = rows_mut(dist, y, pred, pw);
     let r = y * pw;
     let p = pred * pw;
+    let mut changed = false;
+    let mut work = 1;
+    let words = sc.words;
     let table: &[u32; 256] = sc.straight_table[..]
         .try_into()
         .expect("a price per terrain value");
-    let span = row_pass(
-        cur,
-        prev,
-        &costs[r..r + pw],
-        &costs[p..p + pw],
-        sc.prices,
-        table,
-        &mut sc.candidates,
-        lo,
-        hi,
-    );
-    let changed = span.lo <= span.hi;
-    if changed {
-        spread(sc, y, h, span);
+    while let Some((lo, hi)) = take_run(&mut sc.need[dir][y * words..][..words], pw) {
+        let (cur, prev) = rows_mut(dist, y, pred, pw);
+        let span = row_pass(
+            cur,
+            prev,
+            &costs[r..r + pw],
+            &costs[p..p + pw],
+            sc.prices,
+            table,
+            &mut sc.candidates,
+            &mut sc.marks,
+            lo,
+            hi,
+        );
+        work += (hi + 1 - lo) as u64;
+        changed |= span.lo <= span.hi;
     }
-    (changed, (hi + 1 - lo) as u64)
+    if changed {
+        spread(sc, y, h);
+    }
+    (changed, work)
 }
 
 /// The row `y` mutably and the row `pred` (y ± 1) shared.
@@ -534,7 +626,8 @@ fn rows_mut(dist: &mut [u32], y: usize, pred: usize, pw: usize) -> (&mut [u32], 
 }
 
 /// One row over columns `lo..=hi`: the three neighbours in the row before, then the scans along
-/// the row from the cells that improved. Returns the columns that changed.
+/// the row from the cells that improved. Returns the columns that changed, and marks the chunks
+/// next to them in `marks` ([`mark_cells`]).
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn row_pass(
@@ -545,25 +638,65 @@ fn row_pass(
     prices: Prices,
     table: &[u32; 256],
     cand: &mut [u32],
+    marks: &mut [u64],
     lo: usize,
     hi: usize,
 ) -> Span {
     #[cfg(target_arch = "x86_64")]
     {
+        if crate::has_avx512() {
+            // SAFETY: the CPU supports AVX-512 F, BW and VL (checked just above), the only
+            // requirement of the function; the function itself is safe code.
+            return unsafe {
+                row_pass_avx512(
+                    cur,
+                    prev,
+                    terrain,
+                    prev_terrain,
+                    prices,
+                    table,
+                    marks,
+                    lo,
+                    hi,
+                )
+            };
+        }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above), the only requirement of a
             // `#[target_feature(enable = "avx2")]` function; the function itself is safe code.
             return unsafe {
-                row_pass_avx2(cur, prev, terrain, prev_terrain, prices, table, lo, hi)
+                row_pass_avx2(
+                    cur,
+                    prev,
+                    terrain,
+                    prev_terrain,
+                    prices,
+                    table,
+                    marks,
+                    lo,
+                    hi,
+                )
             };
         }
     }
     candidates(prev, terrain, prev_terrain, prices, cand, lo, hi);
-    settle(cur, terrain, table, cand, lo, hi)
+    let span = settle(cur, terrain, table, cand, lo, hi);
+    mark_span(marks, span);
+    span
 }
 
-/// [`row_pass`] for AVX2: the offers from the row before are taken into the row in the same
-/// pass that makes them (no candidate row to write and read again), then the vector scans.
+/// [`row_pass`] for AVX2, eight cells at a time: each block takes the offers of the row before
+/// and then the scan from its left neighbour in the same step, then a scan leftwards over the
+/// columns that changed. A block whose cells none improve from their neighbour (the check is a
+/// shift, an add and a compare) skips the scan proper: a min-plus prefix scan (Hillis-Steele,
+/// three steps of lane shifts), the same values, bit for bit, as the plain [`settle`]. Prices
+/// of walls count as `INF` here instead of `WALL_STEP` (either way nothing improves through a
+/// wall), and sums of prices stop at `INF`, so no sum overflows.
+///
+/// The row must be consistent along itself before (no cell improves from a neighbour in the
+/// row), as the builder keeps every row: then the cells that change are exactly those of
+/// [`settle`], and so is the span returned. The marks are those of the blocks of eight that
+/// changed, finer than the span's.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[allow(clippy::too_many_arguments)]
@@ -574,42 +707,422 @@ fn row_pass_avx2(
     prev_terrain: &[u8],
     prices: Prices,
     table: &[u32; 256],
+    marks: &mut [u64],
     lo: usize,
     hi: usize,
 ) -> Span {
-    match offer(prev, terrain, prev_terrain, prices, cur, lo, hi) {
-        None => EMPTY,
-        Some((first, last)) => scan_avx2(cur, terrain, table, first as u32, last as u32),
+    use std::arch::x86_64::*;
+    const { assert!(CostModel::TenFourteen.diagonal() < 1 << 15) };
+    const { assert!(CostModel::Octile.diagonal() < 1 << 15) };
+    let wall = _mm_set1_epi8(WALL as i8);
+    let inf = _mm256_set1_epi32(INF as i32);
+    // Bases below 2^15 in the low half of each lane: one `madd` multiplies them by the terrain
+    // (a 16-bit multiply, cheaper than the 32-bit `mullo`).
+    let straight = _mm256_set1_epi32(prices.straight as i32);
+    let diagonal = _mm256_set1_epi32(prices.diagonal as i32);
+    let from_left = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6);
+    let last_lane = _mm256_set1_epi32(7);
+    let (mut first, mut last) = (usize::MAX, 0usize);
+    let mut x = lo;
+    // The value of the cell before the block, in every lane.
+    let mut carry = _mm256_set1_epi32(cur[lo - 1] as i32);
+    while x + LANES <= hi + 1 {
+        let above: &[u32; LANES + 2] = prev[x - 1..x + LANES + 1].try_into().expect("10 cells");
+        let here: &[u8; LANES + 2] = terrain[x - 1..x + LANES + 1].try_into().expect("10 cells");
+        let up: &[u8; LANES] = prev_terrain[x..x + LANES].try_into().expect("8 cells");
+        let row: &mut [u32; LANES] = (&mut cur[x..x + LANES]).try_into().expect("8 cells");
+        // SAFETY: every load reads 8 u32 or 8 bytes within the arrays just cut to size, the
+        // store writes 8 u32 into `row`, which holds 8.
+        let changed = unsafe {
+            let pl = _mm256_loadu_si256(above.as_ptr().cast());
+            let pc = _mm256_loadu_si256(above.as_ptr().add(1).cast());
+            let pr = _mm256_loadu_si256(above.as_ptr().add(2).cast());
+            let tl = _mm_loadl_epi64(here.as_ptr().cast());
+            let tc = _mm_loadl_epi64(here.as_ptr().add(1).cast());
+            let tr = _mm_loadl_epi64(here.as_ptr().add(2).cast());
+            let tu = _mm_loadl_epi64(up.as_ptr().cast());
+            let up_wall = _mm_cmpeq_epi8(tu, wall);
+            // All ones where a diagonal is barred (the corner rule) or the cell is a wall.
+            let no_left = _mm256_cvtepi8_epi32(_mm_or_si128(_mm_cmpeq_epi8(tl, wall), up_wall));
+            let no_right = _mm256_cvtepi8_epi32(_mm_or_si128(_mm_cmpeq_epi8(tr, wall), up_wall));
+            let is_wall = _mm256_cvtepi8_epi32(_mm_cmpeq_epi8(tc, wall));
+            let t = _mm256_cvtepu8_epi32(tc);
+            let s = _mm256_madd_epi16(t, straight);
+            let g = _mm256_madd_epi16(t, diagonal);
+            let diag = _mm256_min_epu32(
+                _mm256_min_epu32(_mm256_or_si256(pl, no_left), _mm256_or_si256(pr, no_right)),
+                inf,
+            );
+            let offer = _mm256_or_si256(
+                _mm256_min_epu32(_mm256_add_epi32(pc, s), _mm256_add_epi32(diag, g)),
+                is_wall,
+            );
+            let v = _mm256_loadu_si256(row.as_ptr().cast());
+            let mut nv = _mm256_min_epu32(v, offer);
+            // The price of a step along the row from each cell; INF from a wall.
+            let w = _mm256_or_si256(s, _mm256_srli_epi32::<1>(is_wall));
+            let shifted = _mm256_blend_epi32::<0b0000_0001>(
+                _mm256_permutevar8x32_epi32(nv, from_left),
+                carry,
+            );
+            let kept = _mm256_cmpeq_epi32(_mm256_min_epu32(_mm256_add_epi32(shifted, w), nv), nv);
+            if _mm256_movemask_ps(_mm256_castsi256_ps(kept)) != 0xFF {
+                nv = prefix_scan::<false>(nv, w, carry);
+            }
+            _mm256_storeu_si256(row.as_mut_ptr().cast(), nv);
+            carry = _mm256_permutevar8x32_epi32(nv, last_lane);
+            !_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(nv, v))) as u32 & 0xFF
+        };
+        if changed != 0 {
+            first = first.min(x + changed.trailing_zeros() as usize);
+            last = x + 31 - changed.leading_zeros() as usize;
+            mark_cells(marks, x, x + LANES - 1);
+        }
+        x += LANES;
+    }
+    let mut c = _mm256_cvtsi256_si32(carry) as u32;
+    while x <= hi {
+        let offer = candidate(
+            prev[x - 1],
+            prev[x],
+            prev[x + 1],
+            terrain[x - 1],
+            terrain[x],
+            terrain[x + 1],
+            prev_terrain[x],
+            prices,
+        );
+        let v = cur[x];
+        c = v.min(offer).min(c + table[terrain[x] as usize]);
+        cur[x] = c;
+        if c < v {
+            first = first.min(x);
+            last = x;
+            mark_cells(marks, x, x);
+        }
+        x += 1;
+    }
+    if first == usize::MAX {
+        return EMPTY;
+    }
+    let beyond = improve_right(cur, terrain, table, hi, c);
+    let right = if beyond > hi {
+        mark_cells(marks, hi + 1, beyond);
+        beyond
+    } else {
+        last
+    };
+    // Leftwards from `right` down to `first`: blocks of cells `x - 8..x`, from the cell at `x`.
+    let to_right = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
+    let mut x = right;
+    let mut carry = _mm256_set1_epi32(cur[x] as i32);
+    while x >= first + LANES {
+        let at = x - LANES;
+        let here: &[u8; LANES] = terrain[at..x].try_into().expect("8 cells");
+        let row: &mut [u32; LANES] = (&mut cur[at..x]).try_into().expect("8 cells");
+        // SAFETY: the loads read 8 u32 and 8 bytes from arrays of that size, the store writes
+        // 8 u32 into `row`, which holds 8.
+        unsafe {
+            let tc = _mm_loadl_epi64(here.as_ptr().cast());
+            let is_wall = _mm256_cvtepi8_epi32(_mm_cmpeq_epi8(tc, wall));
+            let s = _mm256_madd_epi16(_mm256_cvtepu8_epi32(tc), straight);
+            let w = _mm256_or_si256(s, _mm256_srli_epi32::<1>(is_wall));
+            let v = _mm256_loadu_si256(row.as_ptr().cast());
+            let shifted =
+                _mm256_blend_epi32::<0b1000_0000>(_mm256_permutevar8x32_epi32(v, to_right), carry);
+            let kept = _mm256_cmpeq_epi32(_mm256_min_epu32(_mm256_add_epi32(shifted, w), v), v);
+            let nv = if _mm256_movemask_ps(_mm256_castsi256_ps(kept)) != 0xFF {
+                let nv = prefix_scan::<true>(v, w, carry);
+                _mm256_storeu_si256(row.as_mut_ptr().cast(), nv);
+                mark_cells(marks, at, x - 1);
+                nv
+            } else {
+                v
+            };
+            carry = _mm256_broadcastd_epi32(_mm256_castsi256_si128(nv));
+        }
+        x = at;
+    }
+    let mut c = _mm256_cvtsi256_si32(carry) as u32;
+    // The cells left of the blocks, one by one; marked together (at most seven).
+    let tail = x;
+    while x > first {
+        x -= 1;
+        c = cur[x].min(c + table[terrain[x] as usize]);
+        cur[x] = c;
+    }
+    if tail > first {
+        mark_cells(marks, first, tail - 1);
+    }
+    let left = improve_left(cur, terrain, table, first, c);
+    if left < first {
+        mark_cells(marks, left, first - 1);
+    }
+    Span {
+        lo: left as u32,
+        hi: right as u32,
     }
 }
 
-/// Take the offers of the row before into `cur[lo..=hi]` and return the first and last columns
-/// that improved. Lane-wide operations only (the compiler vectorises it where AVX2 gives it a
-/// 32-bit unsigned minimum and maximum).
-#[inline(always)]
-fn offer(
+/// [`row_pass_avx2`] sixteen cells at a time, for CPUs with AVX-512 (F, BW and VL): the same
+/// steps, with mask registers for the corner rule and the walls, and lane rotations across
+/// two registers for the shifts. The same values, span and marks.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+#[allow(clippy::too_many_arguments)]
+fn row_pass_avx512(
+    cur: &mut [u32],
     prev: &[u32],
     terrain: &[u8],
     prev_terrain: &[u8],
     prices: Prices,
-    cur: &mut [u32],
+    table: &[u32; 256],
+    marks: &mut [u64],
     lo: usize,
     hi: usize,
-) -> Option<(usize, usize)> {
-    let n = hi + 1 - lo;
-    let above = Above::new(prev, terrain, prev_terrain, lo, n);
-    let row = &mut cur[lo..][..n];
-    let (mut first, mut last) = (u32::MAX, 0u32);
-    // An index over slices that all have n cells: the compiler drops the bounds checks.
-    #[allow(clippy::needless_range_loop)]
-    for i in 0..n {
-        let c = above.offer(i, prices);
-        let better = c < row[i];
-        row[i] = if better { c } else { row[i] };
-        first = first.min(if better { i as u32 } else { u32::MAX });
-        last = last.max(if better { i as u32 } else { 0 });
+) -> Span {
+    use std::arch::x86_64::*;
+    const WIDE: usize = 16;
+    let wall = _mm_set1_epi8(WALL as i8);
+    let inf = _mm512_set1_epi32(INF as i32);
+    let ones = _mm512_set1_epi32(-1);
+    let straight = _mm512_set1_epi32(prices.straight as i32);
+    let diagonal = _mm512_set1_epi32(prices.diagonal as i32);
+    let (mut first, mut last) = (usize::MAX, 0usize);
+    let mut x = lo;
+    // The block before, final: its last lane is the value of the cell before the block.
+    let mut before = _mm512_set1_epi32(cur[lo - 1] as i32);
+    while x + WIDE <= hi + 1 {
+        let above: &[u32; WIDE + 2] = prev[x - 1..x + WIDE + 1].try_into().expect("18 cells");
+        let here: &[u8; WIDE + 2] = terrain[x - 1..x + WIDE + 1].try_into().expect("18 cells");
+        let up: &[u8; WIDE] = prev_terrain[x..x + WIDE].try_into().expect("16 cells");
+        let row: &mut [u32; WIDE] = (&mut cur[x..x + WIDE]).try_into().expect("16 cells");
+        // SAFETY: every load reads 16 u32 or 16 bytes within the arrays just cut to size, the
+        // store writes 16 u32 into `row`, which holds 16.
+        let changed = unsafe {
+            let pl = _mm512_loadu_si512(above.as_ptr().cast());
+            let pc = _mm512_loadu_si512(above.as_ptr().add(1).cast());
+            let pr = _mm512_loadu_si512(above.as_ptr().add(2).cast());
+            let tl = _mm_loadu_si128(here.as_ptr().cast());
+            let tc = _mm_loadu_si128(here.as_ptr().add(1).cast());
+            let tr = _mm_loadu_si128(here.as_ptr().add(2).cast());
+            let tu = _mm_loadu_si128(up.as_ptr().cast());
+            let up_wall = _mm_cmpeq_epi8_mask(tu, wall);
+            // Set where a diagonal is barred (the corner rule) or the cell is a wall.
+            let no_left = _mm_cmpeq_epi8_mask(tl, wall) | up_wall;
+            let no_right = _mm_cmpeq_epi8_mask(tr, wall) | up_wall;
+            let is_wall = _mm_cmpeq_epi8_mask(tc, wall);
+            let t = _mm512_cvtepu8_epi32(tc);
+            let s = _mm512_madd_epi16(t, straight);
+            let g = _mm512_madd_epi16(t, diagonal);
+            let diag = _mm512_min_epu32(
+                _mm512_mask_mov_epi32(pl, no_left, inf),
+                _mm512_mask_mov_epi32(pr, no_right, inf),
+            );
+            let offer = _mm512_mask_mov_epi32(
+                _mm512_min_epu32(_mm512_add_epi32(pc, s), _mm512_add_epi32(diag, g)),
+                is_wall,
+                ones,
+            );
+            let v = _mm512_loadu_si512(row.as_ptr().cast());
+            let mut nv = _mm512_min_epu32(v, offer);
+            let w = _mm512_mask_mov_epi32(s, is_wall, inf);
+            // Lane i sees lane i - 1; lane 0 the last lane of the block before.
+            let shifted = _mm512_alignr_epi32::<15>(nv, before);
+            if _mm512_cmplt_epu32_mask(_mm512_add_epi32(shifted, w), nv) != 0 {
+                let carry = _mm512_permutexvar_epi32(_mm512_set1_epi32(15), before);
+                nv = wide_prefix_scan::<false>(nv, w, carry);
+            }
+            _mm512_storeu_si512(row.as_mut_ptr().cast(), nv);
+            before = nv;
+            _mm512_cmpneq_epu32_mask(nv, v) as u32
+        };
+        if changed != 0 {
+            first = first.min(x + changed.trailing_zeros() as usize);
+            last = x + 31 - changed.leading_zeros() as usize;
+            mark_cells(marks, x, x + WIDE - 1);
+        }
+        x += WIDE;
     }
-    (first != u32::MAX).then(|| (lo + first as usize, lo + last as usize))
+    // The last lane of the block before (lane 3 of its fourth quarter).
+    let mut c = _mm_extract_epi32::<3>(_mm512_extracti32x4_epi32::<3>(before)) as u32;
+    while x <= hi {
+        let offer = candidate(
+            prev[x - 1],
+            prev[x],
+            prev[x + 1],
+            terrain[x - 1],
+            terrain[x],
+            terrain[x + 1],
+            prev_terrain[x],
+            prices,
+        );
+        let v = cur[x];
+        c = v.min(offer).min(c + table[terrain[x] as usize]);
+        cur[x] = c;
+        if c < v {
+            first = first.min(x);
+            last = x;
+            mark_cells(marks, x, x);
+        }
+        x += 1;
+    }
+    if first == usize::MAX {
+        return EMPTY;
+    }
+    let beyond = improve_right(cur, terrain, table, hi, c);
+    let right = if beyond > hi {
+        mark_cells(marks, hi + 1, beyond);
+        beyond
+    } else {
+        last
+    };
+    // Leftwards from `right` down to `first`: blocks of cells `x - 16..x`, from the cell at `x`.
+    let mut x = right;
+    let mut after = _mm512_set1_epi32(cur[x] as i32);
+    while x >= first + WIDE {
+        let at = x - WIDE;
+        let here: &[u8; WIDE] = terrain[at..x].try_into().expect("16 cells");
+        let row: &mut [u32; WIDE] = (&mut cur[at..x]).try_into().expect("16 cells");
+        // SAFETY: the loads read 16 u32 and 16 bytes from arrays of that size, the store writes
+        // 16 u32 into `row`, which holds 16.
+        unsafe {
+            let tc = _mm_loadu_si128(here.as_ptr().cast());
+            let is_wall = _mm_cmpeq_epi8_mask(tc, wall);
+            let s = _mm512_madd_epi16(_mm512_cvtepu8_epi32(tc), straight);
+            let w = _mm512_mask_mov_epi32(s, is_wall, inf);
+            let v = _mm512_loadu_si512(row.as_ptr().cast());
+            // Lane i sees lane i + 1; lane 15 the first lane of the block after.
+            let shifted = _mm512_alignr_epi32::<1>(after, v);
+            after = if _mm512_cmplt_epu32_mask(_mm512_add_epi32(shifted, w), v) != 0 {
+                let carry = _mm512_permutexvar_epi32(_mm512_setzero_si512(), after);
+                let nv = wide_prefix_scan::<true>(v, w, carry);
+                _mm512_storeu_si512(row.as_mut_ptr().cast(), nv);
+                mark_cells(marks, at, x - 1);
+                nv
+            } else {
+                v
+            };
+        }
+        x = at;
+    }
+    let mut c = _mm_cvtsi128_si32(_mm512_castsi512_si128(after)) as u32;
+    let tail = x;
+    while x > first {
+        x -= 1;
+        c = cur[x].min(c + table[terrain[x] as usize]);
+        cur[x] = c;
+    }
+    if tail > first {
+        mark_cells(marks, first, tail - 1);
+    }
+    let left = improve_left(cur, terrain, table, first, c);
+    if left < first {
+        mark_cells(marks, left, first - 1);
+    }
+    Span {
+        lo: left as u32,
+        hi: right as u32,
+    }
+}
+
+/// [`prefix_scan`] over sixteen cells: four steps of lane shifts.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn wide_prefix_scan<const LEFTWARDS: bool>(
+    mut v: std::arch::x86_64::__m512i,
+    mut w: std::arch::x86_64::__m512i,
+    carry: std::arch::x86_64::__m512i,
+) -> std::arch::x86_64::__m512i {
+    use std::arch::x86_64::*;
+    let inf = _mm512_set1_epi32(INF as i32);
+    let zero = _mm512_setzero_si512();
+    macro_rules! step {
+        ($k:literal) => {
+            // Lanes shifted by $k towards the scan's direction; INF (values) and 0 (prices)
+            // shifted in.
+            let (vs, ws) = if LEFTWARDS {
+                (
+                    _mm512_alignr_epi32::<$k>(inf, v),
+                    _mm512_alignr_epi32::<$k>(zero, w),
+                )
+            } else {
+                (
+                    _mm512_alignr_epi32::<{ 16 - $k }>(v, inf),
+                    _mm512_alignr_epi32::<{ 16 - $k }>(w, zero),
+                )
+            };
+            v = _mm512_min_epu32(v, _mm512_add_epi32(vs, w));
+            w = _mm512_min_epu32(_mm512_add_epi32(w, ws), inf);
+        };
+    }
+    step!(1);
+    step!(2);
+    step!(4);
+    step!(8);
+    _mm512_min_epu32(v, _mm512_add_epi32(carry, w))
+}
+
+/// Cells of the AVX2 row pass.
+#[cfg(target_arch = "x86_64")]
+const LANES: usize = 8;
+
+/// The scan along a row over eight cells `v` with step prices `w` (at most `INF`), from
+/// `carry`, the value of the cell before them in the scan's direction, in every lane: each cell
+/// becomes the best of itself and of the cells before it plus the prices between. Rightwards
+/// the cell before is left of lane 0; leftwards (`LEFTWARDS`) it is right of lane 7.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn prefix_scan<const LEFTWARDS: bool>(
+    mut v: std::arch::x86_64::__m256i,
+    mut w: std::arch::x86_64::__m256i,
+    carry: std::arch::x86_64::__m256i,
+) -> std::arch::x86_64::__m256i {
+    use std::arch::x86_64::*;
+    let inf = _mm256_set1_epi32(INF as i32);
+    let zero = _mm256_setzero_si256();
+    // Lane shifts by 1, 2 and 4 towards the scan's direction; the lanes shifted in are blended
+    // with INF (values) and 0 (prices).
+    macro_rules! step {
+        ($right:expr, $left:expr, $mask_right:literal, $mask_left:literal) => {
+            let (vs, ws) = if LEFTWARDS {
+                let idx = $left;
+                (
+                    _mm256_blend_epi32::<$mask_left>(_mm256_permutevar8x32_epi32(v, idx), inf),
+                    _mm256_blend_epi32::<$mask_left>(_mm256_permutevar8x32_epi32(w, idx), zero),
+                )
+            } else {
+                let idx = $right;
+                (
+                    _mm256_blend_epi32::<$mask_right>(_mm256_permutevar8x32_epi32(v, idx), inf),
+                    _mm256_blend_epi32::<$mask_right>(_mm256_permutevar8x32_epi32(w, idx), zero),
+                )
+            };
+            v = _mm256_min_epu32(v, _mm256_add_epi32(vs, w));
+            w = _mm256_min_epu32(_mm256_add_epi32(w, ws), inf);
+        };
+    }
+    step!(
+        _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6),
+        _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7),
+        0b0000_0001,
+        0b1000_0000
+    );
+    step!(
+        _mm256_setr_epi32(0, 0, 0, 1, 2, 3, 4, 5),
+        _mm256_setr_epi32(2, 3, 4, 5, 6, 7, 7, 7),
+        0b0000_0011,
+        0b1100_0000
+    );
+    step!(
+        _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 2, 3),
+        _mm256_setr_epi32(4, 5, 6, 7, 7, 7, 7, 7),
+        0b0000_1111,
+        0b1111_0000
+    );
+    _mm256_min_epu32(v, _mm256_add_epi32(carry, w))
 }
 
 /// What the cells `lo..lo + n` of a row see of the row before, cut to `n` cells each (so that
@@ -799,124 +1312,6 @@ fn improve_left(
     left
 }
 
-/// [`scan`] with the stretches it runs without branches done eight cells at a time: the same
-/// values, bit for bit. Along a row, `out[x] = min(cur[x], out[x - 1] + price[x])` is a chain
-/// of two dependent operations per cell; as a min-plus prefix scan (Hillis-Steele, three
-/// steps of lane shifts) the chain runs once per eight cells. Prices of walls count as `INF`
-/// here instead of `WALL_STEP` (either way nothing improves through a wall), and sums of prices
-/// stop at `INF`, so no sum overflows.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn scan_avx2(cur: &mut [u32], terrain: &[u8], straight: &[u32; 256], lo: u32, hi: u32) -> Span {
-    use std::arch::x86_64::{_mm256_cvtsi256_si32, _mm256_set1_epi32};
-    let (lo, hi) = (lo as usize, hi as usize);
-    let base = straight[1];
-    let mut carry = cur[lo];
-    let mut x = lo + 1;
-    if x + LANES <= hi + 1 {
-        // The carry stays in a register, in every lane, from one step to the next.
-        let mut lanes = _mm256_set1_epi32(carry as i32);
-        while x + LANES <= hi + 1 {
-            lanes = scan_lanes::<false>(cur, terrain, base, x, lanes);
-            x += LANES;
-        }
-        carry = _mm256_cvtsi256_si32(lanes) as u32;
-    }
-    while x <= hi {
-        carry = cur[x].min(carry + straight[terrain[x] as usize]);
-        cur[x] = carry;
-        x += 1;
-    }
-    let right = improve_right(cur, terrain, straight, hi, carry);
-    let mut carry = cur[right];
-    // Cells right - 1 down to lo, eight at a time: lanes hold x, x - 1, ..., x - 7.
-    let mut x = right;
-    if x >= lo + LANES {
-        let mut lanes = _mm256_set1_epi32(carry as i32);
-        while x >= lo + LANES {
-            lanes = scan_lanes::<true>(cur, terrain, base, x - LANES, lanes);
-            x -= LANES;
-        }
-        carry = _mm256_cvtsi256_si32(lanes) as u32;
-    }
-    while x > lo {
-        x -= 1;
-        carry = cur[x].min(carry + straight[terrain[x] as usize]);
-        cur[x] = carry;
-    }
-    Span {
-        lo: improve_left(cur, terrain, straight, lo, carry) as u32,
-        hi: right as u32,
-    }
-}
-
-/// Cells of the AVX2 scans.
-#[cfg(target_arch = "x86_64")]
-const LANES: usize = 8;
-
-/// One step of [`scan_avx2`] over cells `at..at + 8`, from `carry`, the value of the cell
-/// before them in the scan's direction (`at - 1` forwards; `at + 8` when `BACKWARDS`, where
-/// the lanes hold the cells in reverse), in every lane. Returns the last cell's new value, in
-/// every lane.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-fn scan_lanes<const BACKWARDS: bool>(
-    cur: &mut [u32],
-    terrain: &[u8],
-    base: u32,
-    at: usize,
-    carry: std::arch::x86_64::__m256i,
-) -> std::arch::x86_64::__m256i {
-    use std::arch::x86_64::*;
-    let row: &mut [u32; LANES] = (&mut cur[at..at + LANES]).try_into().expect("8 cells");
-    let steps: &[u8; LANES] = terrain[at..at + LANES].try_into().expect("8 cells");
-    let inf = _mm256_set1_epi32(INF as i32);
-    let zero = _mm256_setzero_si256();
-    let reverse = _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0);
-    // SAFETY: the loads read 8 u32 and 8 bytes from arrays of that size (checked above).
-    let (mut v, t) = unsafe {
-        (
-            _mm256_loadu_si256(row.as_ptr().cast()),
-            _mm256_cvtepu8_epi32(_mm_loadl_epi64(steps.as_ptr().cast())),
-        )
-    };
-    let mut w = _mm256_mullo_epi32(t, _mm256_set1_epi32(base as i32));
-    w = _mm256_blendv_epi8(
-        w,
-        inf,
-        _mm256_cmpeq_epi32(t, _mm256_set1_epi32(WALL as i32)),
-    );
-    if BACKWARDS {
-        v = _mm256_permutevar8x32_epi32(v, reverse);
-        w = _mm256_permutevar8x32_epi32(w, reverse);
-    }
-    // Each lane becomes the best over the lanes before it (min-plus), and w the summed price.
-    let shift1 = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6);
-    let v1 = _mm256_blend_epi32::<0b0000_0001>(_mm256_permutevar8x32_epi32(v, shift1), inf);
-    let w1 = _mm256_blend_epi32::<0b0000_0001>(_mm256_permutevar8x32_epi32(w, shift1), zero);
-    v = _mm256_min_epu32(v, _mm256_add_epi32(v1, w));
-    w = _mm256_min_epu32(_mm256_add_epi32(w, w1), inf);
-    let shift2 = _mm256_setr_epi32(0, 0, 0, 1, 2, 3, 4, 5);
-    let v2 = _mm256_blend_epi32::<0b0000_0011>(_mm256_permutevar8x32_epi32(v, shift2), inf);
-    let w2 = _mm256_blend_epi32::<0b0000_0011>(_mm256_permutevar8x32_epi32(w, shift2), zero);
-    v = _mm256_min_epu32(v, _mm256_add_epi32(v2, w));
-    w = _mm256_min_epu32(_mm256_add_epi32(w, w2), inf);
-    let shift4 = _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 2, 3);
-    let v4 = _mm256_blend_epi32::<0b0000_1111>(_mm256_permutevar8x32_epi32(v, shift4), inf);
-    let w4 = _mm256_blend_epi32::<0b0000_1111>(_mm256_permutevar8x32_epi32(w, shift4), zero);
-    v = _mm256_min_epu32(v, _mm256_add_epi32(v4, w));
-    w = _mm256_min_epu32(_mm256_add_epi32(w, w4), inf);
-    let mut out = _mm256_min_epu32(v, _mm256_add_epi32(carry, w));
-    let last = _mm256_permutevar8x32_epi32(out, _mm256_set1_epi32(7));
-    if BACKWARDS {
-        out = _mm256_permutevar8x32_epi32(out, reverse);
-    }
-    // SAFETY: the store writes 8 u32 into an array of that size.
-    unsafe { _mm256_storeu_si256(row.as_mut_ptr().cast(), out) };
-    last
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -957,32 +1352,48 @@ mod tests {
 
     #[test]
     fn vectorised_and_plain_row_passes_agree() {
-        for seed in 0..600 {
+        for seed in 0..3000 {
             let n = 3 + seed as usize * 7 % 300;
             let (prev, terrain, prev_terrain) = random_rows(seed, n);
+            let prices = if seed % 2 == 0 {
+                PRICES
+            } else {
+                Prices {
+                    straight: CostModel::Octile.straight(),
+                    diagonal: CostModel::Octile.diagonal(),
+                }
+            };
+            let table: [u32; 256] = std::array::from_fn(|t| price(t as u8, prices.straight));
             let mut cand = vec![INF; n];
-            candidates(&prev, &terrain, &prev_terrain, PRICES, &mut cand, 1, n - 2);
+            candidates(&prev, &terrain, &prev_terrain, prices, &mut cand, 1, n - 2);
             // Walls never get a value below INF, whatever their neighbours hold.
             for x in 1..n - 1 {
                 if terrain[x] == WALL {
                     assert!(cand[x] >= INF);
                 }
             }
-            // A row to improve: as the builder keeps it (walls at INF), with some values in.
+            // A row to improve as the builder keeps it: walls at INF, some values in, and
+            // consistent along itself.
             let (mut row, _, _) = random_rows(seed + 1000, n);
             for x in 0..n {
                 if terrain[x] == WALL || seed % 3 == 0 {
                     row[x] = INF;
                 }
             }
-            let table: [u32; 256] = std::array::from_fn(|t| price(t as u8, PRICES.straight));
-            let (lo, hi) = (1 + seed as usize % (n - 2), n - 2);
+            scan(&mut row, &terrain, &table, 1, n as u32 - 2);
+            let lo = 1 + seed as usize % (n - 2);
+            let hi = (lo + seed as usize * 13 % (n - 1 - lo)).min(n - 2);
             let mut plain = row.clone();
-            candidates(&prev, &terrain, &prev_terrain, PRICES, &mut cand, lo, hi);
+            candidates(&prev, &terrain, &prev_terrain, prices, &mut cand, lo, hi);
             let a = settle(&mut plain, &terrain, &table, &cand, lo, hi);
+            // The plain pass leaves the row consistent along itself too.
+            let mut closed = plain.clone();
+            scan(&mut closed, &terrain, &table, 1, n as u32 - 2);
+            assert_eq!(plain, closed, "seed {seed}");
             #[cfg(target_arch = "x86_64")]
             if std::arch::is_x86_feature_detected!("avx2") {
                 let mut wide = row.clone();
+                let mut marks = vec![0u64; n.div_ceil(CHUNK).div_ceil(64)];
                 // SAFETY: AVX2 is present (checked above).
                 let b = unsafe {
                     row_pass_avx2(
@@ -990,16 +1401,69 @@ mod tests {
                         &prev,
                         &terrain,
                         &prev_terrain,
-                        PRICES,
+                        prices,
                         &table,
+                        &mut marks,
                         lo,
                         hi,
                     )
                 };
-                assert_eq!(plain, wide, "seed {seed}");
+                assert_eq!(plain, wide, "seed {seed}, n {n}, columns {lo}..={hi}");
                 assert_eq!((a.lo, a.hi), (b.lo, b.hi), "seed {seed}");
+                // Every cell next to a changed one is in a marked chunk.
+                for x in (1..n - 1).filter(|&x| wide[x] != row[x]) {
+                    for c in [x - 1, x, x + 1].map(|x| x / CHUNK) {
+                        assert!(marks[c / 64] & 1 << (c % 64) != 0, "seed {seed}, cell {x}");
+                    }
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            if crate::has_avx512() {
+                let mut wide = row.clone();
+                let mut marks = vec![0u64; n.div_ceil(CHUNK).div_ceil(64)];
+                // SAFETY: AVX-512 F, BW and VL are present (checked above).
+                let b = unsafe {
+                    row_pass_avx512(
+                        &mut wide,
+                        &prev,
+                        &terrain,
+                        &prev_terrain,
+                        prices,
+                        &table,
+                        &mut marks,
+                        lo,
+                        hi,
+                    )
+                };
+                assert_eq!(plain, wide, "seed {seed}, n {n}, columns {lo}..={hi}");
+                assert_eq!((a.lo, a.hi), (b.lo, b.hi), "seed {seed}");
+                for x in (1..n - 1).filter(|&x| wide[x] != row[x]) {
+                    for c in [x - 1, x, x + 1].map(|x| x / CHUNK) {
+                        assert!(marks[c / 64] & 1 << (c % 64) != 0, "seed {seed}, cell {x}");
+                    }
+                }
             }
         }
+    }
+
+    #[test]
+    fn runs_of_marked_chunks_come_out_whole_and_in_order() {
+        // 200 chunks of columns and one more for the border column (3199 + 2 padded columns);
+        // runs within a word, across a word boundary, and one of only the border's chunk.
+        let pw = 200 * CHUNK + 1;
+        let mut need = vec![0u64; (pw.div_ceil(CHUNK)).div_ceil(64)];
+        let mut expected = Vec::new();
+        for (a, b) in [(0, 0), (3, 5), (60, 70), (127, 128), (150, 150)] {
+            mark_cells(&mut need, a * CHUNK + 1, b * CHUNK + CHUNK - 2);
+            expected.push(((a * CHUNK).max(1), b * CHUNK + CHUNK - 1));
+        }
+        need[200 / 64] |= 1 << (200 % 64);
+        let mut got = Vec::new();
+        while let Some(run) = take_run(&mut need, pw) {
+            got.push(run);
+        }
+        assert_eq!(got, expected);
+        assert!(need.iter().all(|&w| w == 0));
     }
 
     #[test]
@@ -1023,28 +1487,94 @@ mod tests {
     }
 
     #[test]
-    fn vectorised_and_plain_scans_agree() {
+    fn vectorised_and_plain_prefix_scans_agree() {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
+            use std::arch::x86_64::*;
             for seed in 0..3000u64 {
-                let n = 3 + seed as usize * 7 % 120;
-                let (mut row, terrain, _) = random_rows(seed, n);
-                // Rows with walls held at INF (as the builder keeps them), and in both models.
-                for x in 0..n {
-                    if terrain[x] == WALL {
-                        row[x] = INF;
-                    }
-                }
+                let (mut v, terrain, _) = random_rows(seed, 10);
                 let base = if seed % 2 == 0 { 10 } else { 13_860 };
-                let table: [u32; 256] = std::array::from_fn(|t| price(t as u8, base));
-                let lo = 1 + (seed as usize * 5) % (n - 2);
-                let hi = (lo + (seed as usize * 11) % (n - 1 - lo)).min(n - 2);
-                let (mut plain, mut wide) = (row.clone(), row);
-                let a = scan(&mut plain, &terrain, &table, lo as u32, hi as u32);
-                // SAFETY: AVX2 is present (checked above).
-                let b = unsafe { scan_avx2(&mut wide, &terrain, &table, lo as u32, hi as u32) };
-                assert_eq!(plain, wide, "seed {seed}, n {n}, span {lo}..={hi}");
-                assert_eq!((a.lo, a.hi), (b.lo, b.hi), "seed {seed}");
+                // Prices as the vector pass takes them: INF from a wall.
+                let w: Vec<u32> = terrain
+                    .iter()
+                    .map(|&t| if t == WALL { INF } else { base * t as u32 })
+                    .collect();
+                if seed % 4 == 0 {
+                    v[seed as usize % 10] = INF;
+                }
+                let carry = if seed % 5 == 0 { INF } else { v[0] };
+                let (cells, prices) = (&v[1..9], &w[1..9]);
+                let mut right = [0u32; 8];
+                let mut left = [0u32; 8];
+                let mut c = carry;
+                for i in 0..8 {
+                    c = cells[i].min(c + prices[i]);
+                    right[i] = c;
+                }
+                let mut c = carry;
+                for i in (0..8).rev() {
+                    c = cells[i].min(c + prices[i]);
+                    left[i] = c;
+                }
+                let mut wide = [[0u32; 8]; 2];
+                // SAFETY: AVX2 is present (checked above); the loads and stores move 8 u32
+                // from and to arrays of 8.
+                unsafe {
+                    let vv = _mm256_loadu_si256(cells.as_ptr().cast());
+                    let ww = _mm256_loadu_si256(prices.as_ptr().cast());
+                    let cc = _mm256_set1_epi32(carry as i32);
+                    let r = prefix_scan::<false>(vv, ww, cc);
+                    let l = prefix_scan::<true>(vv, ww, cc);
+                    _mm256_storeu_si256(wide[0].as_mut_ptr().cast(), r);
+                    _mm256_storeu_si256(wide[1].as_mut_ptr().cast(), l);
+                }
+                assert_eq!(wide, [right, left], "seed {seed}");
+            }
+        }
+    }
+
+    #[test]
+    fn wide_and_plain_prefix_scans_agree() {
+        #[cfg(target_arch = "x86_64")]
+        if crate::has_avx512() {
+            use std::arch::x86_64::*;
+            for seed in 0..3000u64 {
+                let (mut v, terrain, _) = random_rows(seed, 18);
+                let base = if seed % 2 == 0 { 10 } else { 13_860 };
+                let w: Vec<u32> = terrain
+                    .iter()
+                    .map(|&t| if t == WALL { INF } else { base * t as u32 })
+                    .collect();
+                if seed % 4 == 0 {
+                    v[seed as usize % 18] = INF;
+                }
+                let carry = if seed % 5 == 0 { INF } else { v[0] };
+                let (cells, prices) = (&v[1..17], &w[1..17]);
+                let mut right = [0u32; 16];
+                let mut left = [0u32; 16];
+                let mut c = carry;
+                for i in 0..16 {
+                    c = cells[i].min(c + prices[i]);
+                    right[i] = c;
+                }
+                let mut c = carry;
+                for i in (0..16).rev() {
+                    c = cells[i].min(c + prices[i]);
+                    left[i] = c;
+                }
+                let mut wide = [[0u32; 16]; 2];
+                // SAFETY: AVX-512 F is present (checked above); the loads and stores move 16
+                // u32 from and to arrays of 16.
+                unsafe {
+                    let vv = _mm512_loadu_si512(cells.as_ptr().cast());
+                    let ww = _mm512_loadu_si512(prices.as_ptr().cast());
+                    let cc = _mm512_set1_epi32(carry as i32);
+                    let r = wide_prefix_scan::<false>(vv, ww, cc);
+                    let l = wide_prefix_scan::<true>(vv, ww, cc);
+                    _mm512_storeu_si512(wide[0].as_mut_ptr().cast(), r);
+                    _mm512_storeu_si512(wide[1].as_mut_ptr().cast(), l);
+                }
+                assert_eq!(wide, [right, left], "seed {seed}");
             }
         }
     }
