@@ -175,10 +175,10 @@ pub struct WaveStats {
 /// Reusable scratch memory for building integration (and then flow) fields.
 ///
 /// Memory: 5 bytes per cell of the padded grid `(width + 2) × (height + 2)`: a copy of the costs
-/// with a wall border (so no loop needs bounds tests) and the working distances (4); plus 16
-/// bytes per row for the sweeps' bookkeeping, two rows per thread for parallel sweeps, and the
-/// wave's bucket queue, whose entries are 4 bytes and never exceed the number of cells pending
-/// at once.
+/// with a wall border (so no loop needs bounds tests) and the working distances (4); plus the
+/// sweeps' bookkeeping (a bit per 16 cells and pass direction: 1/64 byte per cell), a row of
+/// candidates, two rows per thread for parallel sweeps, and the wave's bucket queue, whose
+/// entries are 4 bytes and never exceed the number of cells pending at once.
 #[derive(Debug, Default, Clone)]
 pub struct IntegrationBuilder {
     pub(crate) padded_width: usize,
