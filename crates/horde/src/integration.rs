@@ -976,9 +976,17 @@ mod tests {
                 .map(|i| cost.grid().cell(i))
                 .filter(|&c| cost.is_walkable(c))
                 .collect();
-            let goals: Vec<UVec2> = (0..seed as usize)
+            let mut goals: Vec<UVec2> = (0..seed as usize)
                 .map(|k| open[(k * 7919 + seed as usize * 104_729) % open.len()])
                 .collect();
+            // Goals in the top and the bottom band too: bands on either side of the seeds
+            // sweep away from them first.
+            if seed == 2 {
+                goals[0] = open[3];
+            }
+            if seed == 3 {
+                goals.push(open[open.len() - 5]);
+            }
             for model in [CostModel::TenFourteen, CostModel::Octile] {
                 let mut wave = IntegrationBuilder::new();
                 wave.set_sweeps(false);
@@ -987,6 +995,20 @@ mod tests {
                     .build(&cost, &goals, model)
                     .unwrap();
                 assert_eq!(got, want, "seed {seed} {model:?}");
+                // Two to five bands, whatever this machine's thread count.
+                #[cfg(feature = "parallel")]
+                for threads in [2, 3, 5] {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap();
+                    let got = pool.install(|| {
+                        IntegrationBuilder::new()
+                            .build(&cost, &goals, model)
+                            .unwrap()
+                    });
+                    assert_eq!(got, want, "seed {seed} {model:?} {threads} threads");
+                }
             }
         }
     }

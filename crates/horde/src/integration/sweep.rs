@@ -73,6 +73,9 @@ pub(crate) struct SweepScratch {
     snapshot: Vec<u32>,
     #[cfg(feature = "parallel")]
     bands: Vec<BandScratch>,
+    /// The mean row of the seeds: bands above it sweep upwards first, the others downwards.
+    #[cfg(feature = "parallel")]
+    seed_row: usize,
 }
 
 /// Base prices of a straight and a diagonal step; a step costs its base times the terrain of the
@@ -166,6 +169,11 @@ impl IntegrationBuilder {
         sc.candidates.resize(pw, INF);
         sc.marks.clear();
         sc.marks.resize(sc.words, 0);
+        #[cfg(feature = "parallel")]
+        {
+            let rows: usize = seeds.iter().map(|&(_, c)| c as usize / pw).sum();
+            sc.seed_row = rows / seeds.len().max(1);
+        }
         let dist = &mut self.dist;
         dist.fill(INF);
         for &(v, c) in seeds {
@@ -289,10 +297,11 @@ fn finish_plain(dist: &mut [u32], model: CostModel) -> SweepOutcome {
     SweepOutcome::Done(reachable)
 }
 
-/// Rounds with the rows split into one band per thread, all bands swept at once. A band's first
-/// row reads the neighbouring band's edge row as it was before the pass (a copy), so news cross
-/// a band edge one pass later; the fixed point is the same. Returns false when the work passes
-/// the budget (the map goes to the wave).
+/// Rounds with the rows split into one band per thread, all bands swept at once, each round a
+/// pass each way (each band in its own order). A band's first row reads the neighbouring band's
+/// edge row as it was before the pass (a copy), so news cross a band edge one pass later; the
+/// fixed point is the same. Returns false when the work passes the budget (the map goes to the
+/// wave).
 #[cfg(feature = "parallel")]
 fn parallel_rounds(
     dist: &mut [u32],
@@ -320,44 +329,58 @@ fn parallel_rounds(
     let table: [u32; 256] = *sc.table();
     let table = &table;
     let mut work = 0u64;
+    let seed_row = sc.seed_row;
+    // Each band first sweeps away from the seeds: a band below them downwards, a band above them
+    // upwards, so that the first round fills every band at once (with one direction for all, the
+    // bands on the far side of the seeds would idle through the first pass).
+    let band_rows = |k: usize| (1 + k * rows_per, ((k + 1) * rows_per).min(h));
+    let upward_first = |k: usize| {
+        let (a, b) = band_rows(k);
+        seed_row >= b || (seed_row >= a && seed_row - a > b - seed_row)
+    };
     loop {
         let mut changed = 0usize;
-        for upward in [false, true] {
-            // Each band's first row (in the pass's order) reads a copy of the row beyond it.
+        for second in [false, true] {
+            // Each band's first row (in its pass's order) reads a copy of the row beyond it.
             for k in 0..bands {
-                let (a, b) = (1 + k * rows_per, ((k + 1) * rows_per).min(h));
-                let pred = if upward { b + 1 } else { a - 1 };
+                let (a, b) = band_rows(k);
+                let pred = if upward_first(k) != second {
+                    b + 1
+                } else {
+                    a - 1
+                };
                 sc.snapshot[k * pw..(k + 1) * pw]
                     .copy_from_slice(&dist[pred * pw..(pred + 1) * pw]);
             }
             let [need_down, need_up] = &mut sc.need;
-            let results: Vec<BandResult> = dist[pw..(h + 1) * pw]
+            dist[pw..(h + 1) * pw]
                 .par_chunks_mut(rows_per * pw)
                 .zip(need_down[words..(h + 1) * words].par_chunks_mut(rows_per * words))
                 .zip(need_up[words..(h + 1) * words].par_chunks_mut(rows_per * words))
                 .zip(sc.bands.par_iter_mut())
                 .zip(sc.snapshot.par_chunks(pw))
                 .enumerate()
-                .map(|(k, ((((rows, need_down), need_up), scratch), snap))| {
-                    sweep_band(
+                .for_each(|(k, ((((rows, need_down), need_up), scratch), snap))| {
+                    let result = sweep_band(
                         rows,
                         costs,
                         [need_down, need_up],
                         scratch,
                         snap,
                         Band {
-                            first: 1 + k * rows_per,
+                            first: band_rows(k).0,
                             pw,
                             words,
                             h,
-                            upward,
+                            upward: upward_first(k) != second,
                             prices,
                             table,
                         },
-                    )
-                })
-                .collect();
-            for (r, b) in results.iter().zip(&mut sc.bands) {
+                    );
+                    scratch.result = result;
+                });
+            for b in &mut sc.bands {
+                let r = &b.result;
                 changed += r.changed;
                 work += r.work;
                 for (dir, edge) in r.outgoing.iter().enumerate() {
@@ -396,6 +419,7 @@ struct Band<'a> {
 
 /// What a band's pass did: rows changed, columns swept, and needs for rows of other bands.
 #[cfg(feature = "parallel")]
+#[derive(Debug, Default, Clone)]
 struct BandResult {
     changed: usize,
     work: u64,
@@ -404,14 +428,15 @@ struct BandResult {
     outgoing: [Option<usize>; 2],
 }
 
-/// A band's own scratch: a candidate row, the marks of the row being swept, and the marks for
-/// the rows beyond its two edges.
+/// A band's own scratch: a candidate row, the marks of the row being swept, the marks for the
+/// rows beyond its two edges, and what its last pass did.
 #[cfg(feature = "parallel")]
 #[derive(Debug, Default, Clone)]
 struct BandScratch {
     candidates: Vec<u32>,
     marks: Vec<u64>,
     edges: [Vec<u64>; 2],
+    result: BandResult,
 }
 
 /// One pass over one band's rows (`rows` holds them, `need` their needs per direction).
