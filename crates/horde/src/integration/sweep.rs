@@ -6,10 +6,10 @@
 //!
 //! Only what can change is swept: each row keeps, per direction, the chunks of 16 columns where
 //! the row before it changed, and a scan along a row stops where cells stop improving. On open
-//! maps this settles in a few streaming passes, with no queue and no random access. Maps whose shortest
-//! paths wind back and forth (mazes, rooms joined by one-cell doors) need many passes: when the
-//! work passes a budget, the map goes to the wave, and the next builds of that size go straight
-//! there.
+//! maps this settles in a few streaming passes, with no queue and no random access. Maps whose
+//! shortest paths wind back and forth (mazes, rooms joined by one-cell doors) need many passes:
+//! when the work passes a budget, the map goes to the wave, and the next builds of that size go
+//! straight there.
 
 use super::{IntegrationBuilder, UNREACHABLE};
 use crate::cost::{CostModel, WALL};
