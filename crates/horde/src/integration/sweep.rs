@@ -1511,36 +1511,44 @@ mod tests {
         }
     }
 
+    /// A case for the prefix scans over `LANES` cells: values (some INF), step prices as the
+    /// vector passes take them (INF from a wall, in both models' ranges) and a carry; and the
+    /// plain scans' results rightwards and leftwards.
+    fn prefix_scan_case<const LANES: usize>(
+        seed: u64,
+    ) -> ([u32; LANES], [u32; LANES], u32, [[u32; LANES]; 2]) {
+        let (mut v, terrain, _) = random_rows(seed, LANES + 2);
+        let base = if seed.is_multiple_of(2) { 10 } else { 13_860 };
+        if seed.is_multiple_of(4) {
+            v[seed as usize % (LANES + 2)] = INF;
+        }
+        let carry = if seed.is_multiple_of(5) { INF } else { v[0] };
+        let cells: [u32; LANES] = v[1..=LANES].try_into().unwrap();
+        let prices: [u32; LANES] = std::array::from_fn(|i| match terrain[i + 1] {
+            WALL => INF,
+            t => base * t as u32,
+        });
+        let mut scans = [[0u32; LANES]; 2];
+        let mut c = carry;
+        for i in 0..LANES {
+            c = cells[i].min(c + prices[i]);
+            scans[0][i] = c;
+        }
+        let mut c = carry;
+        for i in (0..LANES).rev() {
+            c = cells[i].min(c + prices[i]);
+            scans[1][i] = c;
+        }
+        (cells, prices, carry, scans)
+    }
+
     #[test]
     fn vectorised_and_plain_prefix_scans_agree() {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             use std::arch::x86_64::*;
             for seed in 0..3000u64 {
-                let (mut v, terrain, _) = random_rows(seed, 10);
-                let base = if seed % 2 == 0 { 10 } else { 13_860 };
-                // Prices as the vector pass takes them: INF from a wall.
-                let w: Vec<u32> = terrain
-                    .iter()
-                    .map(|&t| if t == WALL { INF } else { base * t as u32 })
-                    .collect();
-                if seed % 4 == 0 {
-                    v[seed as usize % 10] = INF;
-                }
-                let carry = if seed % 5 == 0 { INF } else { v[0] };
-                let (cells, prices) = (&v[1..9], &w[1..9]);
-                let mut right = [0u32; 8];
-                let mut left = [0u32; 8];
-                let mut c = carry;
-                for i in 0..8 {
-                    c = cells[i].min(c + prices[i]);
-                    right[i] = c;
-                }
-                let mut c = carry;
-                for i in (0..8).rev() {
-                    c = cells[i].min(c + prices[i]);
-                    left[i] = c;
-                }
+                let (cells, prices, carry, plain) = prefix_scan_case::<8>(seed);
                 let mut wide = [[0u32; 8]; 2];
                 // SAFETY: AVX2 is present (checked above); the loads and stores move 8 u32
                 // from and to arrays of 8.
@@ -1553,7 +1561,7 @@ mod tests {
                     _mm256_storeu_si256(wide[0].as_mut_ptr().cast(), r);
                     _mm256_storeu_si256(wide[1].as_mut_ptr().cast(), l);
                 }
-                assert_eq!(wide, [right, left], "seed {seed}");
+                assert_eq!(wide, plain, "seed {seed}");
             }
         }
     }
@@ -1564,29 +1572,7 @@ mod tests {
         if crate::has_avx512() {
             use std::arch::x86_64::*;
             for seed in 0..3000u64 {
-                let (mut v, terrain, _) = random_rows(seed, 18);
-                let base = if seed % 2 == 0 { 10 } else { 13_860 };
-                let w: Vec<u32> = terrain
-                    .iter()
-                    .map(|&t| if t == WALL { INF } else { base * t as u32 })
-                    .collect();
-                if seed % 4 == 0 {
-                    v[seed as usize % 18] = INF;
-                }
-                let carry = if seed % 5 == 0 { INF } else { v[0] };
-                let (cells, prices) = (&v[1..17], &w[1..17]);
-                let mut right = [0u32; 16];
-                let mut left = [0u32; 16];
-                let mut c = carry;
-                for i in 0..16 {
-                    c = cells[i].min(c + prices[i]);
-                    right[i] = c;
-                }
-                let mut c = carry;
-                for i in (0..16).rev() {
-                    c = cells[i].min(c + prices[i]);
-                    left[i] = c;
-                }
+                let (cells, prices, carry, plain) = prefix_scan_case::<16>(seed);
                 let mut wide = [[0u32; 16]; 2];
                 // SAFETY: AVX-512 F is present (checked above); the loads and stores move 16
                 // u32 from and to arrays of 16.
@@ -1599,7 +1585,7 @@ mod tests {
                     _mm512_storeu_si512(wide[0].as_mut_ptr().cast(), r);
                     _mm512_storeu_si512(wide[1].as_mut_ptr().cast(), l);
                 }
-                assert_eq!(wide, [right, left], "seed {seed}");
+                assert_eq!(wide, plain, "seed {seed}");
             }
         }
     }
