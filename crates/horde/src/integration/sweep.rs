@@ -805,37 +805,12 @@ fn row_pass_avx2(
         }
         x += LANES;
     }
-    let mut c = _mm256_cvtsi256_si32(carry) as u32;
-    while x <= hi {
-        let offer = candidate(
-            prev[x - 1],
-            prev[x],
-            prev[x + 1],
-            terrain[x - 1],
-            terrain[x],
-            terrain[x + 1],
-            prev_terrain[x],
-            prices,
-        );
-        let v = cur[x];
-        c = v.min(offer).min(c + table[terrain[x] as usize]);
-        cur[x] = c;
-        if c < v {
-            first = first.min(x);
-            last = x;
-            mark_cells(marks, x, x);
-        }
-        x += 1;
-    }
-    if first == usize::MAX {
+    let c = _mm256_cvtsi256_si32(carry) as u32;
+    let rows = (prev, terrain, prev_terrain);
+    let Some((first, right)) =
+        rightwards_tail(cur, rows, prices, table, marks, x, hi, c, first, last)
+    else {
         return EMPTY;
-    }
-    let beyond = improve_right(cur, terrain, table, hi, c);
-    let right = if beyond > hi {
-        mark_cells(marks, hi + 1, beyond);
-        beyond
-    } else {
-        last
     };
     // Leftwards from `right` down to `first`: blocks of cells `x - 8..x`, from the cell at `x`.
     let to_right = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
@@ -868,8 +843,78 @@ fn row_pass_avx2(
         }
         x = at;
     }
-    let mut c = _mm256_cvtsi256_si32(carry) as u32;
-    // The cells left of the blocks, one by one; marked together (at most seven).
+    let c = _mm256_cvtsi256_si32(carry) as u32;
+    leftwards_tail(cur, terrain, table, marks, x, first, c, right)
+}
+
+/// The rightward part of a vector row pass after its blocks: cells `x..=hi` one by one from
+/// `c`, the final value of cell `x - 1` (the offers and the scan together), then on past `hi`
+/// while cells improve; `first..=last` are the columns the blocks changed (`first` is
+/// `usize::MAX` when none). Returns the first column changed and the last, or `None`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn rightwards_tail(
+    cur: &mut [u32],
+    (prev, terrain, prev_terrain): (&[u32], &[u8], &[u8]),
+    prices: Prices,
+    table: &[u32; 256],
+    marks: &mut [u64],
+    mut x: usize,
+    hi: usize,
+    mut c: u32,
+    mut first: usize,
+    mut last: usize,
+) -> Option<(usize, usize)> {
+    while x <= hi {
+        let offer = candidate(
+            prev[x - 1],
+            prev[x],
+            prev[x + 1],
+            terrain[x - 1],
+            terrain[x],
+            terrain[x + 1],
+            prev_terrain[x],
+            prices,
+        );
+        let v = cur[x];
+        c = v.min(offer).min(c + table[terrain[x] as usize]);
+        cur[x] = c;
+        if c < v {
+            first = first.min(x);
+            last = x;
+            mark_cells(marks, x, x);
+        }
+        x += 1;
+    }
+    if first == usize::MAX {
+        return None;
+    }
+    let beyond = improve_right(cur, terrain, table, hi, c);
+    let right = if beyond > hi {
+        mark_cells(marks, hi + 1, beyond);
+        beyond
+    } else {
+        last
+    };
+    Some((first, right))
+}
+
+/// The leftward part of a vector row pass after its blocks: cells `x - 1` down to `first` one
+/// by one from `c`, the final value of cell `x`, then on past `first` while cells improve.
+/// Returns the span changed, up to `right`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn leftwards_tail(
+    cur: &mut [u32],
+    terrain: &[u8],
+    table: &[u32; 256],
+    marks: &mut [u64],
+    mut x: usize,
+    first: usize,
+    mut c: u32,
+    right: usize,
+) -> Span {
+    // Marked together (fewer cells than a block).
     let tail = x;
     while x > first {
         x -= 1;
@@ -970,37 +1015,12 @@ fn row_pass_avx512(
         x += WIDE;
     }
     // The last lane of the block before (lane 3 of its fourth quarter).
-    let mut c = _mm_extract_epi32::<3>(_mm512_extracti32x4_epi32::<3>(before)) as u32;
-    while x <= hi {
-        let offer = candidate(
-            prev[x - 1],
-            prev[x],
-            prev[x + 1],
-            terrain[x - 1],
-            terrain[x],
-            terrain[x + 1],
-            prev_terrain[x],
-            prices,
-        );
-        let v = cur[x];
-        c = v.min(offer).min(c + table[terrain[x] as usize]);
-        cur[x] = c;
-        if c < v {
-            first = first.min(x);
-            last = x;
-            mark_cells(marks, x, x);
-        }
-        x += 1;
-    }
-    if first == usize::MAX {
+    let c = _mm_extract_epi32::<3>(_mm512_extracti32x4_epi32::<3>(before)) as u32;
+    let rows = (prev, terrain, prev_terrain);
+    let Some((first, right)) =
+        rightwards_tail(cur, rows, prices, table, marks, x, hi, c, first, last)
+    else {
         return EMPTY;
-    }
-    let beyond = improve_right(cur, terrain, table, hi, c);
-    let right = if beyond > hi {
-        mark_cells(marks, hi + 1, beyond);
-        beyond
-    } else {
-        last
     };
     // Leftwards from `right` down to `first`: blocks of cells `x - 16..x`, from the cell at `x`.
     let mut x = right;
@@ -1031,24 +1051,8 @@ fn row_pass_avx512(
         }
         x = at;
     }
-    let mut c = _mm_cvtsi128_si32(_mm512_castsi512_si128(after)) as u32;
-    let tail = x;
-    while x > first {
-        x -= 1;
-        c = cur[x].min(c + table[terrain[x] as usize]);
-        cur[x] = c;
-    }
-    if tail > first {
-        mark_cells(marks, first, tail - 1);
-    }
-    let left = improve_left(cur, terrain, table, first, c);
-    if left < first {
-        mark_cells(marks, left, first - 1);
-    }
-    Span {
-        lo: left as u32,
-        hi: right as u32,
-    }
+    let c = _mm_cvtsi128_si32(_mm512_castsi512_si128(after)) as u32;
+    leftwards_tail(cur, terrain, table, marks, x, first, c, right)
 }
 
 /// [`prefix_scan`] over sixteen cells: four steps of lane shifts.
@@ -1375,6 +1379,33 @@ mod tests {
         diagonal: 14,
     };
 
+    /// A vector row pass: [`row_pass_avx2`] or [`row_pass_avx512`].
+    #[cfg(target_arch = "x86_64")]
+    type VectorRowPass = unsafe fn(
+        &mut [u32],
+        &[u32],
+        &[u8],
+        &[u8],
+        Prices,
+        &[u32; 256],
+        &mut [u64],
+        usize,
+        usize,
+    ) -> Span;
+
+    /// The vector row passes this CPU can run, by name.
+    #[cfg(target_arch = "x86_64")]
+    fn vector_row_passes() -> Vec<(&'static str, VectorRowPass)> {
+        let mut kernels: Vec<(&'static str, VectorRowPass)> = Vec::new();
+        if std::arch::is_x86_feature_detected!("avx2") {
+            kernels.push(("AVX2", row_pass_avx2));
+        }
+        if crate::has_avx512() {
+            kernels.push(("AVX-512", row_pass_avx512));
+        }
+        kernels
+    }
+
     #[test]
     fn vectorised_and_plain_row_passes_agree() {
         for seed in 0..3000 {
@@ -1406,7 +1437,12 @@ mod tests {
                 }
             }
             scan(&mut row, &terrain, &table, 1, n as u32 - 2);
-            let lo = 1 + seed as usize % (n - 2);
+            // Half the passes start at a chunk's first column, as the builder's runs do.
+            let lo = if seed % 2 == 0 {
+                1 + seed as usize % (n - 2)
+            } else {
+                (seed as usize * 7 % (n - 2) / CHUNK * CHUNK).max(1)
+            };
             let hi = (lo + seed as usize * 13 % (n - 1 - lo)).min(n - 2);
             let mut plain = row.clone();
             candidates(&prev, &terrain, &prev_terrain, prices, &mut cand, lo, hi);
@@ -1415,13 +1451,14 @@ mod tests {
             let mut closed = plain.clone();
             scan(&mut closed, &terrain, &table, 1, n as u32 - 2);
             assert_eq!(plain, closed, "seed {seed}");
+            // Each vector kernel the CPU has.
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") {
+            for (name, kernel) in vector_row_passes() {
                 let mut wide = row.clone();
                 let mut marks = vec![0u64; n.div_ceil(CHUNK).div_ceil(64)];
-                // SAFETY: AVX2 is present (checked above).
+                // SAFETY: the CPU has the kernel's features (`vector_row_passes` checked).
                 let b = unsafe {
-                    row_pass_avx2(
+                    kernel(
                         &mut wide,
                         &prev,
                         &terrain,
@@ -1433,38 +1470,16 @@ mod tests {
                         hi,
                     )
                 };
-                assert_eq!(plain, wide, "seed {seed}, n {n}, columns {lo}..={hi}");
-                assert_eq!((a.lo, a.hi), (b.lo, b.hi), "seed {seed}");
+                assert_eq!(
+                    plain, wide,
+                    "{name}: seed {seed}, n {n}, columns {lo}..={hi}"
+                );
+                assert_eq!((a.lo, a.hi), (b.lo, b.hi), "{name}: seed {seed}");
                 // Every cell next to a changed one is in a marked chunk.
                 for x in (1..n - 1).filter(|&x| wide[x] != row[x]) {
                     for c in [x - 1, x, x + 1].map(|x| x / CHUNK) {
-                        assert!(marks[c / 64] & 1 << (c % 64) != 0, "seed {seed}, cell {x}");
-                    }
-                }
-            }
-            #[cfg(target_arch = "x86_64")]
-            if crate::has_avx512() {
-                let mut wide = row.clone();
-                let mut marks = vec![0u64; n.div_ceil(CHUNK).div_ceil(64)];
-                // SAFETY: AVX-512 F, BW and VL are present (checked above).
-                let b = unsafe {
-                    row_pass_avx512(
-                        &mut wide,
-                        &prev,
-                        &terrain,
-                        &prev_terrain,
-                        prices,
-                        &table,
-                        &mut marks,
-                        lo,
-                        hi,
-                    )
-                };
-                assert_eq!(plain, wide, "seed {seed}, n {n}, columns {lo}..={hi}");
-                assert_eq!((a.lo, a.hi), (b.lo, b.hi), "seed {seed}");
-                for x in (1..n - 1).filter(|&x| wide[x] != row[x]) {
-                    for c in [x - 1, x, x + 1].map(|x| x / CHUNK) {
-                        assert!(marks[c / 64] & 1 << (c % 64) != 0, "seed {seed}, cell {x}");
+                        let marked = marks[c / 64] & 1 << (c % 64) != 0;
+                        assert!(marked, "{name}: seed {seed}, cell {x}");
                     }
                 }
             }
