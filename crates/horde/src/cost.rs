@@ -51,6 +51,11 @@ pub enum CostModel {
     Octile,
 }
 
+// The vector kernels (integration sweeps, flow arrows) multiply base costs by terrain with a
+// 16-bit multiply-add, so every base must stay below 2^15.
+const _: () = assert!(CostModel::TenFourteen.diagonal() < 1 << 15);
+const _: () = assert!(CostModel::Octile.diagonal() < 1 << 15);
+
 impl CostModel {
     /// Raw units per unit of cost: 1 for [`CostModel::TenFourteen`], 13860 for octile.
     pub const fn scale(self) -> u32 {

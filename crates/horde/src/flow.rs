@@ -429,10 +429,8 @@ fn derive_row_avx2(
         let bytes: &[u8; 8] = terrain[x + 1..x + 9].try_into().expect("8 cells");
         // SAFETY: reads 8 bytes from an array of 8.
         let t = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(bytes.as_ptr().cast()) });
-        // Bases below 2^15: a 16-bit `madd` multiplies them by the terrain, cheaper than the
-        // 32-bit `mullo`.
-        const { assert!(CostModel::TenFourteen.diagonal() < 1 << 15) };
-        const { assert!(CostModel::Octile.diagonal() < 1 << 15) };
+        // Bases below 2^15 (asserted beside `CostModel`): a 16-bit `madd` multiplies them by
+        // the terrain, cheaper than the 32-bit `mullo`.
         let (s, g) = (
             _mm256_madd_epi16(t, straight_v),
             _mm256_madd_epi16(t, diagonal_v),

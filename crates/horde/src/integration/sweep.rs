@@ -737,12 +737,10 @@ fn row_pass_avx2(
     hi: usize,
 ) -> Span {
     use std::arch::x86_64::*;
-    const { assert!(CostModel::TenFourteen.diagonal() < 1 << 15) };
-    const { assert!(CostModel::Octile.diagonal() < 1 << 15) };
     let wall = _mm_set1_epi8(WALL as i8);
     let inf = _mm256_set1_epi32(INF as i32);
-    // Bases below 2^15 in the low half of each lane: one `madd` multiplies them by the terrain
-    // (a 16-bit multiply, cheaper than the 32-bit `mullo`).
+    // Bases below 2^15 (asserted beside `CostModel`) in the low half of each lane: one `madd`
+    // multiplies them by the terrain (a 16-bit multiply, cheaper than the 32-bit `mullo`).
     let straight = _mm256_set1_epi32(prices.straight as i32);
     let diagonal = _mm256_set1_epi32(prices.diagonal as i32);
     let from_left = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6);
