@@ -286,6 +286,12 @@ pub struct Crowd {
     partial_counts: Vec<u32>,
     partial_moves: Vec<f32>,
     partial_stats: Vec<StepStats>,
+    /// Slot k is the neighbour grid's entry k (no agent added, removed or moved by hand since
+    /// the last sort).
+    sorted: bool,
+    /// Tests turn the collision passes' skipping off, to check that it changes nothing.
+    #[cfg(test)]
+    search_everyone: bool,
 }
 
 /// One agent's entries in every slot array, for moving agents between slots.
@@ -316,8 +322,11 @@ struct NeighbourGrid {
     reach: f32,
     /// The widest radius of a living agent.
     widest: f32,
-    /// How far any entry may have moved since the grid was built (a bound, per axis).
+    /// How far any entry may have moved along either axis since the grid was built (a bound,
+    /// summed over the snapshots taken since).
     drift: f32,
+    /// The same as a distance (at most `drift` × √2).
+    moved: f32,
     /// The box round the living agents when the grid was built.
     extent: Vec2,
     origin: Vec2,
@@ -325,6 +334,10 @@ struct NeighbourGrid {
     inv_cell: f32,
     cols: u32,
     rows: u32,
+    /// The last column and row, as floats.
+    last: Vec2,
+    /// More than the rounding error of any distance or clearance on this grid.
+    slack: f32,
     /// `starts[c]..starts[c + 1]` are the sorted entries of cell `c`.
     starts: Vec<u32>,
     /// Slot of each sorted entry.
@@ -340,28 +353,18 @@ struct NeighbourGrid {
 }
 
 impl NeighbourGrid {
-    fn cell_xy(&self, p: Vec2) -> (u32, u32) {
-        cell_xy(p, self.origin, self.inv_cell, self.cols, self.rows)
-    }
-
-    /// The sorted entries within `reach` cells around `p`, as ranges, row by row.
-    fn around(&self, p: Vec2) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
-        let (cx, cy) = self.cell_xy(p);
-        let (x0, x1) = (cx.saturating_sub(1), (cx + 1).min(self.cols - 1));
-        let (y0, y1) = (cy.saturating_sub(1), (cy + 1).min(self.rows - 1));
-        (y0..=y1).map(move |y| {
-            // The cells of one row are contiguous in the sorted order.
-            let first = (y * self.cols + x0) as usize;
-            let last = (y * self.cols + x1) as usize;
-            self.starts[first] as usize..self.starts[last + 1] as usize
-        })
+    /// The cells of two positions, as [`cells_of`].
+    fn cells_of(&self, a: Vec2, b: Vec2) -> [u32; 4] {
+        cells_of(a, b, self.origin, self.inv_cell, self.last)
     }
 
     /// Call `visit(j, p - position[j], distance²)` for every entry `j != me` closer to `p` than
-    /// `within`, in entry order. The cells searched are those that overlap the square of half
-    /// side `within + drift` round `p`, since an entry is filed under the cell of where it stood
-    /// when the grid was built. Entries are measured [`LANES`] at a time without branches, so
-    /// only the few in range reach branchy code; the snapshot is padded for the last chunk.
+    /// `within`, in entry order, and return a lower bound on the distance from `p` to every
+    /// entry but `me` (its clearance). The cells searched are those that overlap the square of
+    /// half side `within + drift` round `p`, since an entry is filed under the cell of where it
+    /// stood when the grid was built. Entries are measured [`LANES`] at a time without
+    /// branches, so only the few in range reach branchy code; the snapshot is padded for the
+    /// last chunk.
     #[inline(always)]
     fn for_each_near(
         &self,
@@ -369,12 +372,13 @@ impl NeighbourGrid {
         me: usize,
         within: f32,
         mut visit: impl FnMut(usize, Vec2, f32),
-    ) {
+    ) -> f32 {
         let within2 = within * within;
         // A hundredth of a cell more, for rounding in the positions and the drift.
         let reach = Vec2::splat(within + self.drift + 0.01 * self.cell);
-        let (x0, y0) = self.cell_xy(p - reach);
-        let (x1, y1) = self.cell_xy(p + reach);
+        let [x0, y0, x1, y1] = self.cells_of(p - reach, p + reach);
+        let mut nearest2 = Least::none();
+        let mut any = 0;
         for y in y0..y1 + 1 {
             let row = (y * self.cols) as usize;
             let mut e = self.starts[row + x0 as usize] as usize;
@@ -384,14 +388,13 @@ impl NeighbourGrid {
                     .try_into()
                     .expect("the snapshot is padded by LANES entries");
                 let ys: &[f32; LANES] = self.ys[e..e + LANES].try_into().expect("padded");
-                let mut mask = near_mask(p, xs, ys, within2);
+                // Lanes past `end` are entries of other cells or padding: true distances to
+                // someone, or infinite, so they may lower the clearance but never wrongly.
+                let mut mask = near_mask(p, xs, ys, within2, me.wrapping_sub(e), &mut nearest2);
                 if end - e < LANES {
                     mask &= (1 << (end - e)) - 1;
                 }
-                let own = me.wrapping_sub(e);
-                if own < LANES {
-                    mask &= !(1 << own);
-                }
+                any |= mask;
                 while mask != 0 {
                     let j = e + mask.trailing_zeros() as usize;
                     mask &= mask - 1;
@@ -401,6 +404,28 @@ impl NeighbourGrid {
                 e += LANES;
             }
         }
+        let nearest2 = nearest2.value();
+        if any != 0 {
+            // Someone within `within`, so nearer than anyone outside the searched cells.
+            return nearest2.sqrt();
+        }
+        // Every entry outside the searched cells was filed outside them (none lie beyond the
+        // grid's edges) and has moved at most `drift` along each axis since.
+        let g = (p - self.origin) * self.inv_cell;
+        let mut side = f32::INFINITY;
+        if x0 > 0 {
+            side = side.min(g.x - x0 as i32 as f32);
+        }
+        if x1 + 1 < self.cols {
+            side = side.min((x1 + 1) as i32 as f32 - g.x);
+        }
+        if y0 > 0 {
+            side = side.min(g.y - y0 as i32 as f32);
+        }
+        if y1 + 1 < self.rows {
+            side = side.min((y1 + 1) as i32 as f32 - g.y);
+        }
+        nearest2.sqrt().min(side * self.cell - self.drift)
     }
 
     /// Sort the living agents into the cells of a grid over the box round them. The cell side is
@@ -446,6 +471,7 @@ impl NeighbourGrid {
         };
         self.widest = max_radius;
         self.drift = 0.0;
+        self.moved = 0.0;
         let reach = self.reach.max(2.0 * max_radius);
         let area = (self.extent.x * self.extent.y).max(1e-6);
         self.cell = reach.max((2.0 * area / alive.max(1) as f32).sqrt());
@@ -465,15 +491,20 @@ impl NeighbourGrid {
             .max(self.extent.x / self.cols as f32)
             .max(self.extent.y / self.rows as f32);
         self.inv_cell = self.cell.recip();
+        self.last = Vec2::new((self.cols - 1) as f32, (self.rows - 1) as f32);
+        // Distances, cell borders and drifts are all computed from coordinates of at most this
+        // size, each to within a few ulps (1.2e-7 of it).
+        let size = self.origin.abs().max_element() + self.extent.max_element() + self.cell + 1.0;
+        self.slack = 1e-5 * size;
         let cells = (self.cols * self.rows) as usize;
         // Every slot's cell (u32::MAX for removed agents), found in parallel and parked as bits
         // in the snapshot's x column until the snapshot is rewritten below.
         let n_old = positions.len();
-        let (origin, inv_cell, cols, rows) = (self.origin, self.inv_cell, self.cols, self.rows);
+        let (origin, inv_cell, cols, last) = (self.origin, self.inv_cell, self.cols, self.last);
         self.xs.resize(n_old, 0.0);
         fill(&mut self.xs, |i| {
             let cell = if flags[i] & ALIVE != 0 {
-                cell_index(positions[i], origin, inv_cell, cols, rows)
+                cell_index(positions[i], origin, inv_cell, cols, last)
             } else {
                 u32::MAX
             };
@@ -525,7 +556,7 @@ impl NeighbourGrid {
     fn refresh_points(&mut self, positions: &[Vec2], partials: &mut Vec<f32>) {
         let n = positions.len();
         let (xs, ys) = (&self.xs, &self.ys);
-        let moved = fold_chunks(
+        let along = fold_chunks(
             n,
             partials,
             0.0,
@@ -537,7 +568,9 @@ impl NeighbourGrid {
             },
             f32::max,
         );
-        self.drift += moved;
+        self.drift += along;
+        // Rounded up by a few ulps, so that the bound holds for the distances computed later.
+        self.moved += along * (std::f32::consts::SQRT_2 * (1.0 + 1e-6));
         fill(&mut self.xs[..n], |k| positions[k].x);
         fill(&mut self.ys[..n], |k| positions[k].y);
     }
@@ -592,6 +625,9 @@ impl Crowd {
             partial_counts: Vec::new(),
             partial_moves: Vec::new(),
             partial_stats: Vec::new(),
+            sorted: false,
+            #[cfg(test)]
+            search_everyone: false,
         })
     }
 
@@ -668,6 +704,7 @@ impl Crowd {
         });
         self.id_slots[id as usize] = slot as u32;
         self.alive += 1;
+        self.sorted = false;
         Ok(AgentHandle {
             index: id,
             generation: self.id_generations[id as usize],
@@ -683,6 +720,7 @@ impl Crowd {
         self.id_generations[id] = self.id_generations[id].wrapping_add(1);
         self.free_ids.push(handle.index);
         self.alive -= 1;
+        self.sorted = false;
         Ok(())
     }
 
@@ -765,6 +803,7 @@ impl Crowd {
         let ng = &self.neighbours;
         fill(&mut scratch, |k| ng.point(k));
         self.positions = scratch;
+        self.sorted = true;
     }
 
     /// The map grid.
@@ -798,6 +837,7 @@ impl Crowd {
         finite_vec("position", p)?;
         let p = self.walkable_position(cost, p)?;
         self.positions[i] = p;
+        self.sorted = false;
         self.anchors[i] = f32::INFINITY;
         self.timers[i] = 0.0;
         Ok(())
@@ -968,6 +1008,9 @@ impl Crowd {
             });
         }
         self.sort_agents();
+        // The sort order is not needed again this step: its buffer holds each agent's clearance
+        // (see `collision_pass`), so that costs no memory.
+        let mut clearances = std::mem::take(&mut self.neighbours.slots);
         let ctx = StepContext {
             dt,
             config: &self.config,
@@ -982,9 +1025,9 @@ impl Crowd {
         };
         // Each agent writes only its own entries; everything it reads of others is the snapshot
         // in the neighbour grid. So the step runs in place, in any order, on any thread count.
-        let work = |(i, (((((pos, vel), state), anchor), timer), flags)): AgentRow| {
+        let work = |(i, ((((((pos, vel), state), anchor), timer), flags), clear)): AgentRow| {
             if *flags & ALIVE != 0 {
-                ctx.agent(i, pos, vel, state, anchor, timer, flags);
+                ctx.agent(i, pos, vel, state, anchor, timer, flags, clear);
             }
         };
         each_agent!(
@@ -994,11 +1037,13 @@ impl Crowd {
             self.states,
             self.anchors,
             self.timers,
-            self.flags
+            self.flags,
+            clearances
         );
         for _ in 0..self.config.collision_passes {
-            self.collision_pass(cost);
+            self.collision_pass(cost, &mut clearances);
         }
+        self.neighbours.slots = clearances;
         // The pile round each goal: arrived agents packed at about 80 % density fill a disc of
         // radius sqrt(sum of their areas / 0.8), plus the arrival radius and a body of slack.
         // (Area and widest radius per group, gathered in the reused `pile_parts`.)
@@ -1070,7 +1115,13 @@ impl Crowd {
     }
 
     /// Push overlapping agents apart, each by half of every overlap, reading a fresh snapshot.
-    fn collision_pass(&mut self, cost: &CostField) {
+    ///
+    /// `clearances` holds, as `f32` bits, each agent's clearance from its last neighbour search
+    /// plus twice how far anyone had moved when it was measured: since then the agent and any
+    /// other have each moved at most the growth of that bound, so an agent whose clearance, less twice
+    /// that, still exceeds its touching distance cannot touch anyone, and is skipped without
+    /// a search (exactly: its push would be zero). In a spread-out crowd that is most agents.
+    fn collision_pass(&mut self, cost: &CostField, clearances: &mut [u32]) {
         self.neighbours
             .refresh_points(&self.positions, &mut self.partial_moves);
         let ng = &self.neighbours;
@@ -1078,16 +1129,23 @@ impl Crowd {
         let grid = self.grid;
         let costs = cost.costs();
         let ctx = WallContext { grid, costs };
-        let work = |(i, (pos, flags)): (usize, (&mut Vec2, &mut u8))| {
+        #[cfg(test)]
+        let may_skip = !self.search_everyone;
+        #[cfg(not(test))]
+        let may_skip = true;
+        let work = |(i, ((pos, flags), clear)): (usize, ((&mut Vec2, &mut u8), &mut u32))| {
             if *flags & ALIVE == 0 {
                 return;
             }
             let p = *pos;
             let r = radii[i];
+            let within = r + ng.widest;
+            if may_skip && f32::from_bits(*clear) - 2.0 * ng.moved > within + ng.slack {
+                return;
+            }
             let mut shift = Vec2::ZERO;
             // Slot j is the grid's entry j (the step sorted the agents).
-            let within = r + ng.widest;
-            ng.for_each_near(p, i, within, |j, diff, d2| {
+            let clearance = ng.for_each_near(p, i, within, |j, diff, d2| {
                 let touch = r + radii[j];
                 if d2 < touch * touch {
                     let d = d2.sqrt();
@@ -1095,96 +1153,226 @@ impl Crowd {
                     shift += coincident_safe_dir(diff, d, i as u32, j as u32) * (overlap * 0.5);
                 }
             });
+            *clear = (clearance + 2.0 * ng.moved).to_bits();
             if shift != Vec2::ZERO {
                 *pos = ctx.slide(p, shift.clamp_length_max(0.45 * grid.cell_size()), r);
             }
         };
-        each_agent!(work, self.positions, self.flags);
+        each_agent!(work, self.positions, self.flags, clearances);
     }
 
     /// The worst overlap between two agents right now, as a fraction of the sum of their radii
-    /// (0 = none touch more than they should, 1 = two centres coincide). O(agents × neighbours).
+    /// (0 = none touch more than they should, 1 = two centres coincide). O(agents × neighbours),
+    /// in parallel; right after a step it reuses the step's neighbour grid (no re-sort).
+    ///
+    /// ```
+    /// use glam::Vec2;
+    /// use horde::crowd::{AgentParams, Crowd, CrowdConfig};
+    /// let cost = horde::CostField::new(horde::Grid::new(8, 8).unwrap());
+    /// let mut crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+    /// for x in [2.5, 3.0] {
+    ///     let params = AgentParams { position: Vec2::new(x, 2.5), radius: 0.5, max_speed: 1.0, group: 0 };
+    ///     crowd.add_agent(&cost, params).unwrap();
+    /// }
+    /// assert!((crowd.max_overlap() - 0.5).abs() < 1e-6);
+    /// ```
     pub fn max_overlap(&mut self) -> f32 {
-        self.rebuild_neighbours();
-        let ng = &self.neighbours;
-        let mut worst = 0.0f32;
-        for (k, &slot) in ng.slots.iter().enumerate() {
-            let p = ng.point(k);
-            let ri = self.radii[slot as usize];
-            for range in ng.around(p) {
-                for e in range {
-                    if e <= k {
-                        continue;
-                    }
-                    let sum = ri + self.radii[ng.slots[e] as usize];
-                    let d2 = p.distance_squared(ng.point(e));
-                    if d2 < sum * sum {
-                        worst = worst.max((sum - d2.sqrt()) / sum);
-                    }
-                }
-            }
+        if self.sorted {
+            // Slot k is still entry k: only the positions moved since the grid was built.
+            self.neighbours
+                .refresh_points(&self.positions, &mut self.partial_moves);
+        } else {
+            self.sort_agents();
         }
-        worst
+        let (ng, radii, flags) = (&self.neighbours, &self.radii, &self.flags);
+        fold_chunks(
+            self.positions.len(),
+            &mut self.partial_moves,
+            0.0f32,
+            |range| {
+                let mut worst = 0.0f32;
+                for k in range.filter(|&k| flags[k] & ALIVE != 0) {
+                    let r = radii[k];
+                    ng.for_each_near(ng.point(k), k, r + ng.widest, |j, _, d2| {
+                        let sum = r + radii[j];
+                        if j > k && flags[j] & ALIVE != 0 && d2 < sum * sum {
+                            worst = worst.max((sum - d2.sqrt()) / sum);
+                        }
+                    });
+                }
+                worst
+            },
+            f32::max,
+        )
     }
 }
 
-/// The neighbour-grid cell (column, row) of a position, clamped to the grid.
+/// The neighbour-grid cells (column, row) of two positions, `[x(a), y(a), x(b), y(b)]`, each
+/// clamped to the grid.
 #[inline(always)]
-fn cell_xy(p: Vec2, origin: Vec2, inv_cell: f32, cols: u32, rows: u32) -> (u32, u32) {
-    // Clamped at 0 first, so truncation is the floor (and needs no libm call).
-    let g = ((p - origin) * inv_cell).max(Vec2::ZERO);
-    // Signed conversions are cheaper; both saturate, and the grid is under 2^31 cells wide.
-    let x = (g.x as i32 as u32).min(cols - 1);
-    let y = (g.y as i32 as u32).min(rows - 1);
-    (x, y)
+fn cells_of(a: Vec2, b: Vec2, origin: Vec2, inv_cell: f32, last: Vec2) -> [u32; 4] {
+    // Clamped to `0..=last` (the last column and row, as floats: the sides are under 2^13, so
+    // exact), so truncation is the floor and the clamp needs no integer compare.
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is enabled at compile time (the cfg above); no memory is touched but
+        // the local array the result is stored to. `cells_of_agrees_with_the_scalar_cells`
+        // covers this against `cells_of_scalar`.
+        unsafe {
+            let v = _mm_setr_ps(a.x, a.y, b.x, b.y);
+            let o = _mm_setr_ps(origin.x, origin.y, origin.x, origin.y);
+            let top = _mm_setr_ps(last.x, last.y, last.x, last.y);
+            let g = _mm_mul_ps(_mm_sub_ps(v, o), _mm_set1_ps(inv_cell));
+            let g = _mm_min_ps(_mm_max_ps(g, _mm_setzero_ps()), top);
+            let mut out = [0u32; 4];
+            _mm_storeu_si128(out.as_mut_ptr().cast(), _mm_cvttps_epi32(g));
+            out
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    cells_of_scalar(a, b, origin, inv_cell, last)
+}
+
+/// [`cells_of`] one axis at a time.
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
+fn cells_of_scalar(a: Vec2, b: Vec2, origin: Vec2, inv_cell: f32, last: Vec2) -> [u32; 4] {
+    let cell = |p: Vec2| {
+        // Clamped at 0 first, so truncation is the floor (and needs no libm call).
+        let g = ((p - origin) * inv_cell).max(Vec2::ZERO);
+        ((g.x as u32).min(last.x as u32), (g.y as u32).min(last.y as u32))
+    };
+    let ((ax, ay), (bx, by)) = (cell(a), cell(b));
+    [ax, ay, bx, by]
 }
 
 /// The neighbour-grid cell index of a position.
 #[inline(always)]
-fn cell_index(p: Vec2, origin: Vec2, inv_cell: f32, cols: u32, rows: u32) -> u32 {
-    let (x, y) = cell_xy(p, origin, inv_cell, cols, rows);
+fn cell_index(p: Vec2, origin: Vec2, inv_cell: f32, cols: u32, last: Vec2) -> u32 {
+    let [x, y, ..] = cells_of(p, p, origin, inv_cell, last);
     y * cols + x
 }
 
-/// Bit `l` set where `(xs[l], ys[l])` lies closer to `p` than `sqrt(within2)`; the distance
-/// is computed as [`Vec2::length_squared`] computes it, so it has the same bits.
+/// The least of some squared distances, gathered [`LANES`] at a time by [`near_mask`].
+#[derive(Clone, Copy)]
+struct Least {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    lanes: std::arch::x86_64::__m128,
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    value: f32,
+}
+
+impl Least {
+    #[inline(always)]
+    fn none() -> Least {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        {
+            // SAFETY: SSE2 is enabled at compile time (the cfg) and no memory is touched.
+            let lanes = unsafe { std::arch::x86_64::_mm_set1_ps(f32::INFINITY) };
+            Least { lanes }
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+        Least {
+            value: f32::INFINITY,
+        }
+    }
+
+    #[inline(always)]
+    fn value(self) -> f32 {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        // SAFETY: SSE2 is enabled at compile time (the cfg) and no memory is touched.
+        unsafe {
+            use std::arch::x86_64::*;
+            let m = self.lanes;
+            let m = _mm_min_ps(m, _mm_movehl_ps(m, m));
+            _mm_cvtss_f32(_mm_min_ss(m, _mm_shuffle_ps::<1>(m, m)))
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+        self.value
+    }
+}
+
+/// Bit `l` set where `(xs[l], ys[l])` lies closer to `p` than `sqrt(within2)`, except lane
+/// `own` (no lane when `own >= LANES`); the squared distances of the other lanes go into
+/// `least`. The distance is computed as [`Vec2::length_squared`] computes it, so it has the
+/// same bits.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[inline(always)]
-fn near_mask(p: Vec2, xs: &[f32; LANES], ys: &[f32; LANES], within2: f32) -> u32 {
+fn near_mask(
+    p: Vec2,
+    xs: &[f32; LANES],
+    ys: &[f32; LANES],
+    within2: f32,
+    own: usize,
+    least: &mut Least,
+) -> u32 {
     use std::arch::x86_64::*;
-    // SAFETY: SSE2 is enabled at compile time (the cfg above; every x86-64 CPU has it), and
-    // each unaligned load reads 4 floats at offset 0 or 4 of an array of 8. The compiler does
-    // not find the compare-to-bitmask pattern on its own (its reduction costs 3x the
-    // instructions); `near_mask_agrees_with_the_scalar_distance` covers this against
-    // `near_mask_scalar`.
+    // SAFETY: SSE2 is enabled at compile time (the cfg above; every x86-64 CPU has it); each
+    // unaligned load reads 4 floats at offset 0 or 4 of an array of 8, or of a row of
+    // `OWN_LANE`. The compiler does not find the compare-to-bitmask pattern on its own (its
+    // reduction costs 3x the instructions); `near_mask_agrees_with_the_scalar_distance`
+    // covers this against `near_mask_scalar`.
     unsafe {
         let (px, py, w2) = (_mm_set1_ps(p.x), _mm_set1_ps(p.y), _mm_set1_ps(within2));
+        // Infinity in the own lane, so that it is neither near nor the least.
+        let skip = OWN_LANE[own.min(LANES)].as_ptr();
         let half = |l: usize| {
             let x = _mm_loadu_ps(xs.as_ptr().add(l));
             let y = _mm_loadu_ps(ys.as_ptr().add(l));
             let (dx, dy) = (_mm_sub_ps(px, x), _mm_sub_ps(py, y));
             let d2 = _mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy));
-            _mm_movemask_ps(_mm_cmplt_ps(d2, w2)) as u32
+            let d2 = _mm_add_ps(d2, _mm_loadu_ps(skip.add(l)));
+            (_mm_movemask_ps(_mm_cmplt_ps(d2, w2)) as u32, d2)
         };
-        half(0) | half(4) << 4
+        let ((lo, a), (hi, b)) = (half(0), half(4));
+        least.lanes = _mm_min_ps(least.lanes, _mm_min_ps(a, b));
+        lo | hi << 4
     }
 }
 
+/// Row `l` is infinite in lane `l` only (row [`LANES`] nowhere), for [`near_mask`].
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+static OWN_LANE: [[f32; LANES]; LANES + 1] = {
+    let mut rows = [[0.0; LANES]; LANES + 1];
+    let mut l = 0;
+    while l < LANES {
+        rows[l][l] = f32::INFINITY;
+        l += 1;
+    }
+    rows
+};
+
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 #[inline(always)]
-fn near_mask(p: Vec2, xs: &[f32; LANES], ys: &[f32; LANES], within2: f32) -> u32 {
-    near_mask_scalar(p, xs, ys, within2)
+fn near_mask(
+    p: Vec2,
+    xs: &[f32; LANES],
+    ys: &[f32; LANES],
+    within2: f32,
+    own: usize,
+    least: &mut Least,
+) -> u32 {
+    let (mask, low) = near_mask_scalar(p, xs, ys, within2, own);
+    least.value = least.value.min(low);
+    mask
 }
 
 /// [`near_mask`] one lane at a time.
 #[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
-fn near_mask_scalar(p: Vec2, xs: &[f32; LANES], ys: &[f32; LANES], within2: f32) -> u32 {
-    let mut mask = 0u32;
-    for l in 0..LANES {
+fn near_mask_scalar(
+    p: Vec2,
+    xs: &[f32; LANES],
+    ys: &[f32; LANES],
+    within2: f32,
+    own: usize,
+) -> (u32, f32) {
+    let (mut mask, mut least) = (0u32, f32::INFINITY);
+    for l in (0..LANES).filter(|&l| l != own) {
         let d2 = (p - Vec2::new(xs[l], ys[l])).length_squared();
         mask |= ((d2 < within2) as u32) << l;
+        least = least.min(d2);
     }
-    mask
+    (mask, least)
 }
 
 /// Agents per piece of a [`fold_chunks`] or [`each_chunk`] reduction.
@@ -1364,6 +1552,8 @@ struct Contacts {
     normals: [Vec2; 16],
     /// How many of `normals` are set.
     touching: usize,
+    /// A lower bound on the distance to every other agent ([`NeighbourGrid::for_each_near`]).
+    clearance: f32,
 }
 
 /// One agent's mutable entries, as the step's parallel iterator hands them out.
@@ -1372,12 +1562,15 @@ type AgentRow<'r> = (
     (
         (
             (
-                ((&'r mut Vec2, &'r mut Vec2), &'r mut AgentState),
+                (
+                    ((&'r mut Vec2, &'r mut Vec2), &'r mut AgentState),
+                    &'r mut f32,
+                ),
                 &'r mut f32,
             ),
-            &'r mut f32,
+            &'r mut u8,
         ),
-        &'r mut u8,
+        &'r mut u32,
     ),
 );
 
@@ -1443,6 +1636,7 @@ impl StepContext<'_> {
         anchor: &mut f32,
         timer: &mut f32,
         flags: &mut u8,
+        clearance: &mut u32,
     ) {
         let cfg = self.config;
         let (p, v) = (*position, *velocity);
@@ -1495,6 +1689,8 @@ impl StepContext<'_> {
 
         // Separation from the k nearest neighbours (DetourCrowd's kernel).
         let contact = self.separation(i, p, radius, state, grp.goal, dist_goal);
+        // Measured on the grid's own snapshot, before anyone moved (drift 0).
+        *clearance = contact.clearance.to_bits();
         let (sep, blocked_by_arrived, unpenetrate) = (
             contact.push,
             contact.blocked_by_arrived,
@@ -1627,6 +1823,7 @@ impl StepContext<'_> {
             unpenetrate: Vec2::ZERO,
             normals: [Vec2::ZERO; 16],
             touching: 0,
+            clearance: f32::NEG_INFINITY,
         };
         if k == 0 {
             return contacts;
@@ -1638,7 +1835,7 @@ impl StepContext<'_> {
         let mut best: [(f32, u32); 16] = [(f32::INFINITY, u32::MAX); 16];
         let mut count = 0usize;
         // Slot j is the grid's entry j (the step sorted the agents).
-        ng.for_each_near(p, i, reach, |e, _, d2| {
+        contacts.clearance = ng.for_each_near(p, i, reach, |e, _, d2| {
             let j = e as u32;
             let entry = (d2, j);
             if count < k {
@@ -1754,10 +1951,149 @@ mod tests {
             } else {
                 next() * 4.0
             };
+            // Every own lane, and none (an index past the lanes, as for chunks before `me`).
+            let own = [round % (LANES + 1), usize::MAX - round % 3][round % 2];
+            let mut least = Least::none();
+            let mask = near_mask(p, &xs, &ys, within2, own, &mut least);
+            let (want_mask, want_least) = near_mask_scalar(p, &xs, &ys, within2, own);
+            assert_eq!(mask, want_mask, "round {round}");
+            assert_eq!(least.value().to_bits(), want_least.to_bits(), "round {round}");
+            if own < LANES {
+                assert_eq!(mask >> own & 1, 0, "round {round}");
+            }
+        }
+    }
+
+    #[test]
+    fn skipping_agents_clear_of_everyone_changes_no_bits() {
+        // Clusters and loners, radii of three sizes, slow and fast agents, short and long steps:
+        // the collision passes must give the same bits with and without skipping.
+        let cost = crate::maps::scattered_map(64, 64, 11).unwrap();
+        let walkable: Vec<UVec2> = (0..cost.grid().len())
+            .map(|i| cost.grid().cell(i))
+            .filter(|&c| cost.is_walkable(c))
+            .collect();
+        let target = walkable[walkable.len() / 2];
+        let f = field(&cost, target);
+        let goal = cost.grid().cell_center(target);
+        for (round, dt) in [0.05f32, 0.2, 0.02].into_iter().enumerate() {
+            let mut a = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+            let mut state = 0x51f1_5eed_u64 + round as u64;
+            let mut next = || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 40) as f32 / (1u64 << 24) as f32
+            };
+            for k in 0..1500 {
+                let cell = walkable[(next() * walkable.len() as f32) as usize % walkable.len()];
+                let (spread, r) = match k % 3 {
+                    0 => (0.9, 0.35),
+                    1 => (0.2, 0.2),
+                    _ => (0.5, 0.6),
+                };
+                let offset = (Vec2::new(next(), next()) - 0.5) * spread;
+                let params = AgentParams {
+                    position: cost.grid().cell_center(cell) + offset,
+                    radius: r,
+                    max_speed: 1.0 + next() * 6.0,
+                    group: 0,
+                };
+                a.add_agent(&cost, params).unwrap();
+            }
+            let mut b = a.clone();
+            b.search_everyone = true;
+            let groups = [Group { flow: &f, goal }];
+            for step in 0..120 {
+                a.step(dt, &cost, &groups).unwrap();
+                b.step(dt, &cost, &groups).unwrap();
+                let bits = |c: &Crowd| -> Vec<u32> {
+                    let both = c.positions().iter().chain(&c.velocities);
+                    both.flat_map(|p| [p.x.to_bits(), p.y.to_bits()]).collect()
+                };
+                assert!(bits(&a) == bits(&b), "dt {dt}, step {step}");
+            }
+        }
+    }
+
+    #[test]
+    fn clearance_never_exceeds_the_distance_to_the_nearest_agent() {
+        let mut state = 0x0dd_ba11_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32
+        };
+        let mut useful = 0;
+        for round in 0..40 {
+            let n = 50 + round * 20;
+            let side = 5.0 + next() * 60.0;
+            let corner = Vec2::new(next() - 0.5, next() - 0.5) * 200.0;
+            let mut positions: Vec<Vec2> = (0..n)
+                .map(|_| corner + Vec2::new(next(), next()) * side)
+                .collect();
+            let (flags, radii) = (vec![ALIVE; n], vec![0.3; n]);
+            let mut ng = NeighbourGrid {
+                reach: 1.0,
+                ..NeighbourGrid::default()
+            };
+            ng.rebuild(&positions, &flags, &radii, &vec![AgentState::Moving; n], n);
+            // Sorted order, as after a step's sort; then everyone moves a little, twice.
+            let mut sorted: Vec<Vec2> = (0..n).map(|k| ng.point(k)).collect();
+            let mut partials = Vec::new();
+            for _ in 0..=round % 3 {
+                let most = next() * 1.5;
+                for p in &mut sorted {
+                    *p += (Vec2::new(next(), next()) - 0.5) * most;
+                }
+                ng.refresh_points(&sorted, &mut partials);
+            }
+            positions.clone_from(&sorted);
+            for k in 0..n {
+                let within = 0.2 + next() * 1.5;
+                let clearance = ng.for_each_near(positions[k], k, within, |_, _, _| {});
+                let nearest = (0..n)
+                    .filter(|&j| j != k)
+                    .map(|j| positions[k].distance(positions[j]))
+                    .fold(f32::INFINITY, f32::min);
+                assert!(
+                    clearance <= nearest + 1e-4,
+                    "round {round}, entry {k}: clearance {clearance} but someone at {nearest}"
+                );
+                useful += (clearance > within) as usize;
+            }
+        }
+        assert!(useful > 1000, "clearances beyond the search radius: {useful}");
+    }
+
+    #[test]
+    fn cells_of_agrees_with_the_scalar_cells() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32
+        };
+        for round in 0..20_000 {
+            let (cols, rows) = (1 + (next() * 4095.0) as u32, 1 + (next() * 300.0) as u32);
+            let origin = Vec2::new(next() * 100.0 - 50.0, next() * 100.0 - 50.0);
+            let inv_cell = 0.05 + next() * 3.0;
+            let last = Vec2::new((cols - 1) as f32, (rows - 1) as f32);
+            // Inside the grid, beyond both ends, on cell borders and far away.
+            let span = Vec2::new(cols as f32, rows as f32) / inv_cell;
+            let mut point = || match round % 4 {
+                0 => origin + Vec2::new(next(), next()) * span,
+                1 => origin + (Vec2::new(next(), next()) * 3.0 - 1.0) * span,
+                2 => origin + Vec2::new((next() * 9.0).floor(), (next() * 9.0).floor()) / inv_cell,
+                _ => Vec2::new(next() - 0.5, next() - 0.5) * 1e12,
+            };
+            let (a, b) = (point(), point());
             assert_eq!(
-                near_mask(p, &xs, &ys, within2),
-                near_mask_scalar(p, &xs, &ys, within2),
-                "round {round}"
+                cells_of(a, b, origin, inv_cell, last),
+                cells_of_scalar(a, b, origin, inv_cell, last),
+                "round {round}: {a} {b} in {cols}x{rows} from {origin} by {inv_cell}"
             );
         }
     }

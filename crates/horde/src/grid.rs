@@ -302,16 +302,49 @@ impl Grid {
 #[inline(always)]
 pub(crate) fn axis_cell(g: f32, size: u32) -> Option<u32> {
     if g >= 0.0 {
-        let c = g as i32 as u32;
+        let c = truncate(g);
         (c < size).then_some(c)
     } else {
         None
     }
 }
 
+/// `g` (0 or above) truncated, or at least 2^31 when it does not fit an `i32`: one
+/// instruction where Rust's saturating `as` needs several, and the same answer for every
+/// side up to [`MAX_SIDE`].
+#[inline(always)]
+fn truncate(g: f32) -> u32 {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        use std::arch::x86_64::{_mm_cvttss_si32, _mm_set_ss};
+        // SAFETY: SSE2 is enabled at compile time (the cfg above) and no memory is touched.
+        // Out of range gives i32::MIN, 2^31 here. `truncation_matches_the_saturating_cast`
+        // covers this.
+        unsafe { _mm_cvttss_si32(_mm_set_ss(g)) as u32 }
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    {
+        g as u32
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn truncation_matches_the_saturating_cast() {
+        let cases = [0.0, 0.4, 1.0, 2.999, 7.5, 32767.9, 32768.0, 1e9, 2.2e9, 1e30, f32::MAX];
+        for g in cases.into_iter().chain((0..5000).map(|k| k as f32 * 13.37)) {
+            let want = if g < 2_147_483_648.0 { g as u32 } else { 1 << 31 };
+            assert_eq!(truncate(g), want, "{g}");
+            for size in [1, 7, MAX_SIDE] {
+                assert_eq!(axis_cell(g, size), ((g as u32) < size).then_some(g as u32));
+            }
+        }
+        assert_eq!(axis_cell(-0.1, 4), None);
+        assert_eq!(axis_cell(f32::NAN, 4), None);
+    }
 
     #[test]
     fn directions_are_numbered_clockwise_from_north() {
