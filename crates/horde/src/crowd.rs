@@ -284,12 +284,16 @@ pub struct Crowd {
     /// Scratch of the step's parallel reductions, one entry per piece of [`CHUNK`] agents.
     pile_partials: Vec<(f32, f32)>,
     partial_counts: Vec<u32>,
-    partial_moves: Vec<f32>,
+    partial_moves: Vec<(f32, f32)>,
+    partial_worst: Vec<f32>,
     partial_stats: Vec<StepStats>,
     /// Slot k is the neighbour grid's entry k (no agent added, removed or moved by hand since
     /// the last sort).
     sorted: bool,
-    /// Tests turn the collision passes' skipping off, to check that it changes nothing.
+    /// What one level of the clearance in the flags is worth; 0 when the flags' clearances
+    /// are not known to hold (an agent was placed since they were measured).
+    clearance_unit: f32,
+    /// Tests turn skipping searches off, to check that it changes nothing.
     #[cfg(test)]
     search_everyone: bool,
 }
@@ -313,6 +317,11 @@ const ALIVE: u8 = 1;
 /// Neighbour candidates measured together by [`NeighbourGrid::for_each_near`].
 const LANES: usize = 8;
 const STUCK: u8 = 2;
+/// The flags above these two bits carry an agent's clearance from one step to the next, in
+/// multiples of the crowd's `clearance_unit`, rounded down.
+const CLEARANCE_SHIFT: u32 = 2;
+/// The largest clearance the flags hold, in units.
+const CLEARANCE_LEVELS: f32 = 63.0;
 
 /// Uniform grid of the agents' positions, rebuilt every step by a counting sort, with a
 /// cell-sorted snapshot of what changes during a step and neighbours read (position, state).
@@ -325,7 +334,7 @@ struct NeighbourGrid {
     /// How far any entry may have moved along either axis since the grid was built (a bound,
     /// summed over the snapshots taken since).
     drift: f32,
-    /// The same as a distance (at most `drift` × √2).
+    /// The same as a distance.
     moved: f32,
     /// The box round the living agents when the grid was built.
     extent: Vec2,
@@ -550,29 +559,64 @@ impl NeighbourGrid {
         self.ys.extend_from_slice(&[f32::INFINITY; LANES]);
     }
 
-    /// Take new positions into the snapshot without re-sorting, and add how far they moved to
-    /// the drift that searches allow for. Only after the step sorted the agents, when slot `k`
-    /// is entry `k`.
-    fn refresh_points(&mut self, positions: &[Vec2], partials: &mut Vec<f32>) {
+    /// Take new positions into the snapshot without re-sorting, add how far they moved to the
+    /// drift that searches allow for, and take how far each agent moved off its clearance (see
+    /// [`Crowd::collision_pass`]). Only after the step sorted the agents, when slot `k` is
+    /// entry `k`. One pass over the agents, in parallel pieces.
+    fn refresh_points(
+        &mut self,
+        positions: &[Vec2],
+        clearances: &mut [u32],
+        partials: &mut Vec<(f32, f32)>,
+    ) {
         let n = positions.len();
-        let (xs, ys) = (&self.xs, &self.ys);
-        let along = fold_chunks(
-            n,
-            partials,
-            0.0,
-            |range| {
-                range.fold(0.0f32, |m, k| {
-                    m.max((positions[k].x - xs[k]).abs())
-                        .max((positions[k].y - ys[k]).abs())
-                })
-            },
-            f32::max,
+        partials.clear();
+        partials.resize(n.div_ceil(CHUNK), (0.0, 0.0));
+        type Piece<'p> = (
+            usize,
+            (
+                ((&'p mut [f32], &'p mut [f32]), &'p mut [u32]),
+                &'p mut (f32, f32),
+            ),
         );
+        let work = |(c, (((xs, ys), clear), part)): Piece| {
+            let (mut along, mut most) = (0.0f32, 0.0f32);
+            let points = xs.iter_mut().zip(ys.iter_mut()).zip(clear.iter_mut());
+            for (p, ((x, y), clear)) in positions[c * CHUNK..].iter().zip(points) {
+                let d = *p - Vec2::new(*x, *y);
+                // Rounded up by a few ulps, so that the bounds hold for the distances computed
+                // later.
+                let own = d.length() * (1.0 + 1e-6);
+                along = along.max(d.x.abs()).max(d.y.abs());
+                most = most.max(own);
+                *clear = (f32::from_bits(*clear) - own).to_bits();
+                (*x, *y) = (p.x, p.y);
+            }
+            *part = (along, most);
+        };
+        let (xs, ys) = (&mut self.xs[..n], &mut self.ys[..n]);
+        #[cfg(feature = "parallel")]
+        {
+            use rayon::prelude::*;
+            xs.par_chunks_mut(CHUNK)
+                .zip(ys.par_chunks_mut(CHUNK))
+                .zip(clearances.par_chunks_mut(CHUNK))
+                .zip(partials.par_iter_mut())
+                .enumerate()
+                .for_each(work);
+        }
+        #[cfg(not(feature = "parallel"))]
+        xs.chunks_mut(CHUNK)
+            .zip(ys.chunks_mut(CHUNK))
+            .zip(clearances.chunks_mut(CHUNK))
+            .zip(partials.iter_mut())
+            .enumerate()
+            .for_each(work);
+        let (along, most) = partials
+            .iter()
+            .fold((0.0f32, 0.0f32), |a, b| (a.0.max(b.0), a.1.max(b.1)));
         self.drift += along;
-        // Rounded up by a few ulps, so that the bound holds for the distances computed later.
-        self.moved += along * (std::f32::consts::SQRT_2 * (1.0 + 1e-6));
-        fill(&mut self.xs[..n], |k| positions[k].x);
-        fill(&mut self.ys[..n], |k| positions[k].y);
+        self.moved += most;
     }
 
     /// Position of a sorted entry.
@@ -624,8 +668,10 @@ impl Crowd {
             pile_partials: Vec::new(),
             partial_counts: Vec::new(),
             partial_moves: Vec::new(),
+            partial_worst: Vec::new(),
             partial_stats: Vec::new(),
             sorted: false,
+            clearance_unit: 0.0,
             #[cfg(test)]
             search_everyone: false,
         })
@@ -705,6 +751,7 @@ impl Crowd {
         self.id_slots[id as usize] = slot as u32;
         self.alive += 1;
         self.sorted = false;
+        self.clearance_unit = 0.0;
         Ok(AgentHandle {
             index: id,
             generation: self.id_generations[id as usize],
@@ -787,12 +834,15 @@ impl Crowd {
             let tag = groups[o] as u32 | (flags[o] as u32) << 16;
             Vec2::new(f32::from_bits(ids[o]), f32::from_bits(tag))
         });
-        unpack(&scratch[..live], &mut self.ids, &mut self.groups, |v| {
-            (v.x.to_bits(), v.y.to_bits() as u16)
-        });
+        self.ids.resize(live, 0);
+        self.groups.resize(live, 0);
         self.flags.resize(live, 0);
         let tags = &scratch[..live];
-        fill(&mut self.flags, |k| (tags[k].y.to_bits() >> 16) as u8);
+        let work = |(k, ((id, group), flags)): (usize, ((&mut u32, &mut u16), &mut u8))| {
+            let tag = tags[k].y.to_bits();
+            (*id, *group, *flags) = (tags[k].x.to_bits(), tag as u16, (tag >> 16) as u8);
+        };
+        each_agent!(work, self.ids, self.groups, self.flags);
         self.states.clear();
         self.states.extend_from_slice(&self.neighbours.states);
         for (k, &id) in self.ids.iter().enumerate() {
@@ -838,6 +888,7 @@ impl Crowd {
         let p = self.walkable_position(cost, p)?;
         self.positions[i] = p;
         self.sorted = false;
+        self.clearance_unit = 0.0;
         self.anchors[i] = f32::INFINITY;
         self.timers[i] = 0.0;
         Ok(())
@@ -1022,6 +1073,7 @@ impl Crowd {
             max_speeds: &self.max_speeds,
             group_of: &self.groups,
             piles: &self.piles,
+            clearance_unit: self.clearance_unit,
         };
         // Each agent writes only its own entries; everything it reads of others is the snapshot
         // in the neighbour grid. So the step runs in place, in any order, on any thread count.
@@ -1043,6 +1095,7 @@ impl Crowd {
         for _ in 0..self.config.collision_passes {
             self.collision_pass(cost, &mut clearances);
         }
+        self.keep_clearances(&mut clearances);
         self.neighbours.slots = clearances;
         // The pile round each goal: arrived agents packed at about 80 % density fill a disc of
         // radius sqrt(sum of their areas / 0.8), plus the arrival radius and a body of slack.
@@ -1114,16 +1167,42 @@ impl Crowd {
         );
     }
 
+    /// Carry each agent's clearance (see `collision_pass`) into the next step, as a lower bound
+    /// at its final position kept in its flags: the next step's separation search then skips
+    /// agents that cannot have anyone in reach (exactly: it would find no one).
+    fn keep_clearances(&mut self, clearances: &mut [u32]) {
+        // Bring the bounds up to the final positions.
+        self.neighbours
+            .refresh_points(&self.positions, clearances, &mut self.partial_moves);
+        let ng = &self.neighbours;
+        // Levels fine enough for the reaches that matter (a few separation radii).
+        let unit = self.config.separation_radius.max(2.0 * ng.widest) / 16.0;
+        let (less, inv_unit) = (ng.moved + ng.slack, unit.recip());
+        let work = |(i, flags): (usize, &mut u8)| {
+            let bound = (f32::from_bits(clearances[i]) - less) * inv_unit;
+            // Rounded down (and NaN, from infinities, to 0): still a lower bound.
+            let level = bound.clamp(0.0, CLEARANCE_LEVELS) as u8;
+            *flags = *flags & ((1 << CLEARANCE_SHIFT) - 1) | level << CLEARANCE_SHIFT;
+        };
+        each_agent!(work, self.flags);
+        self.clearance_unit = unit;
+        #[cfg(test)]
+        if self.search_everyone {
+            self.clearance_unit = 0.0;
+        }
+    }
+
     /// Push overlapping agents apart, each by half of every overlap, reading a fresh snapshot.
     ///
-    /// `clearances` holds, as `f32` bits, each agent's clearance from its last neighbour search
-    /// plus twice how far anyone had moved when it was measured: since then the agent and any
-    /// other have each moved at most the growth of that bound, so an agent whose clearance, less twice
-    /// that, still exceeds its touching distance cannot touch anyone, and is skipped without
-    /// a search (exactly: its push would be zero). In a spread-out crowd that is most agents.
+    /// `clearances` holds, as `f32` bits, each agent's clearance from its last neighbour search,
+    /// less how far it has moved since, plus how far anyone could have moved when it was
+    /// measured (the grid's `moved`). Any other agent has moved at most the growth of `moved`
+    /// since, so an agent whose entry, less `moved`, still exceeds its touching distance cannot
+    /// touch anyone, and is skipped without a search (exactly: its push would be zero). In a
+    /// spread-out crowd that is most agents.
     fn collision_pass(&mut self, cost: &CostField, clearances: &mut [u32]) {
         self.neighbours
-            .refresh_points(&self.positions, &mut self.partial_moves);
+            .refresh_points(&self.positions, clearances, &mut self.partial_moves);
         let ng = &self.neighbours;
         let radii = &self.radii;
         let grid = self.grid;
@@ -1140,7 +1219,7 @@ impl Crowd {
             let p = *pos;
             let r = radii[i];
             let within = r + ng.widest;
-            if may_skip && f32::from_bits(*clear) - 2.0 * ng.moved > within + ng.slack {
+            if may_skip && f32::from_bits(*clear) - ng.moved > within + ng.slack {
                 return;
             }
             let mut shift = Vec2::ZERO;
@@ -1153,7 +1232,7 @@ impl Crowd {
                     shift += coincident_safe_dir(diff, d, i as u32, j as u32) * (overlap * 0.5);
                 }
             });
-            *clear = (clearance + 2.0 * ng.moved).to_bits();
+            *clear = (clearance + ng.moved).to_bits();
             if shift != Vec2::ZERO {
                 *pos = ctx.slide(p, shift.clamp_length_max(0.45 * grid.cell_size()), r);
             }
@@ -1178,16 +1257,23 @@ impl Crowd {
     /// ```
     pub fn max_overlap(&mut self) -> f32 {
         if self.sorted {
-            // Slot k is still entry k: only the positions moved since the grid was built.
-            self.neighbours
-                .refresh_points(&self.positions, &mut self.partial_moves);
+            // Slot k is still entry k: only the positions moved since the grid was built. (The
+            // step left its clearances in the sort order's buffer; they are not read again.)
+            let mut clearances = std::mem::take(&mut self.neighbours.slots);
+            clearances.resize(self.positions.len(), 0);
+            self.neighbours.refresh_points(
+                &self.positions,
+                &mut clearances,
+                &mut self.partial_moves,
+            );
+            self.neighbours.slots = clearances;
         } else {
             self.sort_agents();
         }
         let (ng, radii, flags) = (&self.neighbours, &self.radii, &self.flags);
         fold_chunks(
             self.positions.len(),
-            &mut self.partial_moves,
+            &mut self.partial_worst,
             0.0f32,
             |range| {
                 let mut worst = 0.0f32;
@@ -1240,7 +1326,10 @@ fn cells_of_scalar(a: Vec2, b: Vec2, origin: Vec2, inv_cell: f32, last: Vec2) ->
     let cell = |p: Vec2| {
         // Clamped at 0 first, so truncation is the floor (and needs no libm call).
         let g = ((p - origin) * inv_cell).max(Vec2::ZERO);
-        ((g.x as u32).min(last.x as u32), (g.y as u32).min(last.y as u32))
+        (
+            (g.x as u32).min(last.x as u32),
+            (g.y as u32).min(last.y as u32),
+        )
     };
     let ((ax, ay), (bx, by)) = (cell(a), cell(b));
     [ax, ay, bx, by]
@@ -1444,8 +1533,8 @@ fn unpack<A, B>(
 {
     a.resize(packed.len(), A::default());
     b.resize(packed.len(), B::default());
-    fill(a, |k| split(packed[k]).0);
-    fill(b, |k| split(packed[k]).1);
+    let work = |(k, (a, b)): (usize, (&mut A, &mut B))| (*a, *b) = split(packed[k]);
+    each_agent!(work, a, b);
 }
 
 fn finite_vec(what: &'static str, v: Vec2) -> Result<(), CrowdError> {
@@ -1585,6 +1674,7 @@ struct StepContext<'a> {
     max_speeds: &'a [f32],
     group_of: &'a [u16],
     piles: &'a [f32],
+    clearance_unit: f32,
 }
 
 impl StepContext<'_> {
@@ -1688,7 +1778,9 @@ impl StepContext<'_> {
         }
 
         // Separation from the k nearest neighbours (DetourCrowd's kernel).
-        let contact = self.separation(i, p, radius, state, grp.goal, dist_goal);
+        // The clearance kept from the last step, still a lower bound: no one moved since.
+        let known = (*flags >> CLEARANCE_SHIFT) as f32 * self.clearance_unit;
+        let contact = self.separation(i, p, radius, state, grp.goal, dist_goal, known);
         // Measured on the grid's own snapshot, before anyone moved (drift 0).
         *clearance = contact.clearance.to_bits();
         let (sep, blocked_by_arrived, unpenetrate) = (
@@ -1812,6 +1904,7 @@ impl StepContext<'_> {
         state: AgentState,
         goal: Vec2,
         dist_goal: f32,
+        known: f32,
     ) -> Contacts {
         let cfg = self.config;
         let ng = self.neighbours;
@@ -1823,12 +1916,13 @@ impl StepContext<'_> {
             unpenetrate: Vec2::ZERO,
             normals: [Vec2::ZERO; 16],
             touching: 0,
-            clearance: f32::NEG_INFINITY,
+            clearance: known,
         };
-        if k == 0 {
+        let reach = cfg.separation_radius.max(2.0 * radius);
+        if k == 0 || known > reach + ng.slack {
+            // No one to push (or no one in reach: the search would find nobody).
             return contacts;
         }
-        let reach = cfg.separation_radius.max(2.0 * radius);
         let reach2 = reach * reach;
         // The k nearest, kept sorted by (distance², slot) so that ties break the same way on
         // every run.
@@ -1957,7 +2051,11 @@ mod tests {
             let mask = near_mask(p, &xs, &ys, within2, own, &mut least);
             let (want_mask, want_least) = near_mask_scalar(p, &xs, &ys, within2, own);
             assert_eq!(mask, want_mask, "round {round}");
-            assert_eq!(least.value().to_bits(), want_least.to_bits(), "round {round}");
+            assert_eq!(
+                least.value().to_bits(),
+                want_least.to_bits(),
+                "round {round}"
+            );
             if own < LANES {
                 assert_eq!(mask >> own & 1, 0, "round {round}");
             }
@@ -2041,13 +2139,13 @@ mod tests {
             ng.rebuild(&positions, &flags, &radii, &vec![AgentState::Moving; n], n);
             // Sorted order, as after a step's sort; then everyone moves a little, twice.
             let mut sorted: Vec<Vec2> = (0..n).map(|k| ng.point(k)).collect();
-            let mut partials = Vec::new();
+            let (mut partials, mut clearances) = (Vec::new(), vec![0; n]);
             for _ in 0..=round % 3 {
                 let most = next() * 1.5;
                 for p in &mut sorted {
                     *p += (Vec2::new(next(), next()) - 0.5) * most;
                 }
-                ng.refresh_points(&sorted, &mut partials);
+                ng.refresh_points(&sorted, &mut clearances, &mut partials);
             }
             positions.clone_from(&sorted);
             for k in 0..n {
@@ -2064,7 +2162,10 @@ mod tests {
                 useful += (clearance > within) as usize;
             }
         }
-        assert!(useful > 1000, "clearances beyond the search radius: {useful}");
+        assert!(
+            useful > 1000,
+            "clearances beyond the search radius: {useful}"
+        );
     }
 
     #[test]

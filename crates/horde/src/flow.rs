@@ -216,7 +216,7 @@ impl FlowField {
         // The position is on the map, so g >= -0.5 and (g + 1) truncates to floor(g) + 1
         // (truncation is cheaper than floor where the CPU has no rounding instruction).
         let g = at - 0.5;
-        let (bx, by) = ((g.x + 1.0) as i32 - 1, (g.y + 1.0) as i32 - 1);
+        let [bx, by] = crate::grid::truncate_both(g + 1.0).map(|c| c - 1);
         let base = Vec2::new(bx as f32, by as f32);
         let f = g - base;
         let weights = [
@@ -269,10 +269,15 @@ impl FlowField {
         // angle away from it (arrows of the cells beyond a wall corner pulling the other way)
         // would push a unit into the wall, so the arrow wins.
         let own = UNIT[here as usize];
-        match sum.try_normalize() {
-            Some(d) if sum.length_squared() > 1e-6 && d.dot(own) >= 0.0 => FlowSample::Direction(d),
-            _ => FlowSample::Direction(own),
+        let length2 = sum.length_squared();
+        if length2 > 1e-6 {
+            // As `Vec2::normalize` scales (by the reciprocal of the length), so the same bits.
+            let d = sum * length2.sqrt().recip();
+            if d.dot(own) >= 0.0 {
+                return FlowSample::Direction(d);
+            }
         }
+        FlowSample::Direction(own)
     }
 }
 

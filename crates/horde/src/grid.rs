@@ -309,6 +309,24 @@ pub(crate) fn axis_cell(g: f32, size: u32) -> Option<u32> {
     }
 }
 
+/// Both coordinates truncated towards zero, as `as i32` truncates them when they fit an `i32`
+/// (the caller's promise: here they are grid positions on the map).
+#[inline(always)]
+pub(crate) fn truncate_both(g: Vec2) -> [i32; 2] {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        use std::arch::x86_64::{_mm_cvtsi128_si64, _mm_cvttps_epi32, _mm_setr_ps};
+        // SAFETY: SSE2 is enabled at compile time (the cfg above) and no memory is touched.
+        // `truncation_matches_the_saturating_cast` covers this.
+        let both = unsafe { _mm_cvtsi128_si64(_mm_cvttps_epi32(_mm_setr_ps(g.x, g.y, 0.0, 0.0))) };
+        [both as i32, (both >> 32) as i32]
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    {
+        [g.x as i32, g.y as i32]
+    }
+}
+
 /// `g` (0 or above) truncated, or at least 2^31 when it does not fit an `i32`: one
 /// instruction where Rust's saturating `as` needs several, and the same answer for every
 /// side up to [`MAX_SIDE`].
@@ -334,13 +352,33 @@ mod tests {
 
     #[test]
     fn truncation_matches_the_saturating_cast() {
-        let cases = [0.0, 0.4, 1.0, 2.999, 7.5, 32767.9, 32768.0, 1e9, 2.2e9, 1e30, f32::MAX];
+        let cases = [
+            0.0,
+            0.4,
+            1.0,
+            2.999,
+            7.5,
+            32767.9,
+            32768.0,
+            1e9,
+            2.2e9,
+            1e30,
+            f32::MAX,
+        ];
         for g in cases.into_iter().chain((0..5000).map(|k| k as f32 * 13.37)) {
-            let want = if g < 2_147_483_648.0 { g as u32 } else { 1 << 31 };
+            let want = if g < 2_147_483_648.0 {
+                g as u32
+            } else {
+                1 << 31
+            };
             assert_eq!(truncate(g), want, "{g}");
             for size in [1, 7, MAX_SIDE] {
                 assert_eq!(axis_cell(g, size), ((g as u32) < size).then_some(g as u32));
             }
+        }
+        for g in (0..4000).map(|k| k as f32 * 7.31 - 9000.0) {
+            let v = Vec2::new(g, -0.5 * g);
+            assert_eq!(truncate_both(v), [v.x as i32, v.y as i32], "{v}");
         }
         assert_eq!(axis_cell(-0.1, 4), None);
         assert_eq!(axis_cell(f32::NAN, 4), None);
