@@ -293,6 +293,8 @@ pub struct Crowd {
     /// What one level of the clearance in the flags is worth; 0 when the flags' clearances
     /// are not known to hold (an agent was placed since they were measured).
     clearance_unit: f32,
+    /// Steps left without clearances (see `keep_clearances`).
+    dense_steps: u32,
     /// Tests turn skipping searches off, to check that it changes nothing.
     #[cfg(test)]
     search_everyone: bool,
@@ -322,6 +324,8 @@ const STUCK: u8 = 2;
 const CLEARANCE_SHIFT: u32 = 2;
 /// The largest clearance the flags hold, in units.
 const CLEARANCE_LEVELS: f32 = 63.0;
+/// Steps that a dense crowd goes without clearances before they are measured again.
+const DENSE_STEPS: u32 = 15;
 
 /// Uniform grid of the agents' positions, rebuilt every step by a counting sort, with a
 /// cell-sorted snapshot of what changes during a step and neighbours read (position, state).
@@ -374,8 +378,10 @@ impl NeighbourGrid {
     /// stood when the grid was built. Entries are measured [`LANES`] at a time without
     /// branches, so only the few in range reach branchy code; the snapshot is padded for the
     /// last chunk.
+    ///
+    /// Without `CLEARANCE` it returns 0 and skips the work of measuring the clearance.
     #[inline(always)]
-    fn for_each_near(
+    fn for_each_near<const CLEARANCE: bool>(
         &self,
         p: Vec2,
         me: usize,
@@ -413,6 +419,9 @@ impl NeighbourGrid {
                 e += LANES;
             }
         }
+        if !CLEARANCE {
+            return 0.0;
+        }
         let nearest2 = nearest2.value();
         if any != 0 {
             // Someone within `within`, so nearer than anyone outside the searched cells.
@@ -423,18 +432,18 @@ impl NeighbourGrid {
         let g = (p - self.origin) * self.inv_cell;
         let mut side = f32::INFINITY;
         if x0 > 0 {
-            side = side.min(g.x - x0 as i32 as f32);
+            side = smaller(side, g.x - x0 as i32 as f32);
         }
         if x1 + 1 < self.cols {
-            side = side.min((x1 + 1) as i32 as f32 - g.x);
+            side = smaller(side, (x1 + 1) as i32 as f32 - g.x);
         }
         if y0 > 0 {
-            side = side.min(g.y - y0 as i32 as f32);
+            side = smaller(side, g.y - y0 as i32 as f32);
         }
         if y1 + 1 < self.rows {
-            side = side.min((y1 + 1) as i32 as f32 - g.y);
+            side = smaller(side, (y1 + 1) as i32 as f32 - g.y);
         }
-        nearest2.sqrt().min(side * self.cell - self.drift)
+        smaller(nearest2.sqrt(), side * self.cell - self.drift)
     }
 
     /// Sort the living agents into the cells of a grid over the box round them. The cell side is
@@ -562,8 +571,9 @@ impl NeighbourGrid {
     /// Take new positions into the snapshot without re-sorting, add how far they moved to the
     /// drift that searches allow for, and take how far each agent moved off its clearance (see
     /// [`Crowd::collision_pass`]). Only after the step sorted the agents, when slot `k` is
-    /// entry `k`. One pass over the agents, in parallel pieces.
-    fn refresh_points(
+    /// entry `k`. One pass over the agents, in parallel pieces. Without `CLEARANCE` the
+    /// clearances are left alone.
+    fn refresh_points<const CLEARANCE: bool>(
         &mut self,
         positions: &[Vec2],
         clearances: &mut [u32],
@@ -584,12 +594,14 @@ impl NeighbourGrid {
             let points = xs.iter_mut().zip(ys.iter_mut()).zip(clear.iter_mut());
             for (p, ((x, y), clear)) in positions[c * CHUNK..].iter().zip(points) {
                 let d = *p - Vec2::new(*x, *y);
-                // Rounded up by a few ulps, so that the bounds hold for the distances computed
-                // later.
-                let own = d.length() * (1.0 + 1e-6);
-                along = along.max(d.x.abs()).max(d.y.abs());
-                most = most.max(own);
-                *clear = (f32::from_bits(*clear) - own).to_bits();
+                along = larger(larger(along, d.x.abs()), d.y.abs());
+                if CLEARANCE {
+                    // Rounded up by a few ulps, so that the bounds hold for the distances
+                    // computed later.
+                    let own = d.length() * (1.0 + 1e-6);
+                    most = larger(most, own);
+                    *clear = (f32::from_bits(*clear) - own).to_bits();
+                }
                 (*x, *y) = (p.x, p.y);
             }
             *part = (along, most);
@@ -616,7 +628,12 @@ impl NeighbourGrid {
             .iter()
             .fold((0.0f32, 0.0f32), |a, b| (a.0.max(b.0), a.1.max(b.1)));
         self.drift += along;
-        self.moved += most;
+        // Without clearances nobody reads `moved`; it stays a bound all the same.
+        self.moved += if CLEARANCE {
+            most
+        } else {
+            along * std::f32::consts::SQRT_2 * (1.0 + 1e-6)
+        };
     }
 
     /// Position of a sorted entry.
@@ -672,6 +689,7 @@ impl Crowd {
             partial_stats: Vec::new(),
             sorted: false,
             clearance_unit: 0.0,
+            dense_steps: 0,
             #[cfg(test)]
             search_everyone: false,
         })
@@ -1059,6 +1077,11 @@ impl Crowd {
             });
         }
         self.sort_agents();
+        let track = self.dense_steps == 0;
+        if !track {
+            self.dense_steps -= 1;
+            self.clearance_unit = 0.0;
+        }
         // The sort order is not needed again this step: its buffer holds each agent's clearance
         // (see `collision_pass`), so that costs no memory.
         let mut clearances = std::mem::take(&mut self.neighbours.slots);
@@ -1074,6 +1097,7 @@ impl Crowd {
             group_of: &self.groups,
             piles: &self.piles,
             clearance_unit: self.clearance_unit,
+            track_clearances: track,
         };
         // Each agent writes only its own entries; everything it reads of others is the snapshot
         // in the neighbour grid. So the step runs in place, in any order, on any thread count.
@@ -1093,9 +1117,15 @@ impl Crowd {
             clearances
         );
         for _ in 0..self.config.collision_passes {
-            self.collision_pass(cost, &mut clearances);
+            if track {
+                self.collision_pass::<true>(cost, &mut clearances);
+            } else {
+                self.collision_pass::<false>(cost, &mut clearances);
+            }
         }
-        self.keep_clearances(&mut clearances);
+        if track {
+            self.keep_clearances(&mut clearances);
+        }
         self.neighbours.slots = clearances;
         // The pile round each goal: arrived agents packed at about 80 % density fill a disc of
         // radius sqrt(sum of their areas / 0.8), plus the arrival radius and a body of slack.
@@ -1172,8 +1202,11 @@ impl Crowd {
     /// agents that cannot have anyone in reach (exactly: it would find no one).
     fn keep_clearances(&mut self, clearances: &mut [u32]) {
         // Bring the bounds up to the final positions.
-        self.neighbours
-            .refresh_points(&self.positions, clearances, &mut self.partial_moves);
+        self.neighbours.refresh_points::<true>(
+            &self.positions,
+            clearances,
+            &mut self.partial_moves,
+        );
         let ng = &self.neighbours;
         // Levels fine enough for the reaches that matter (a few separation radii).
         let unit = self.config.separation_radius.max(2.0 * ng.widest) / 16.0;
@@ -1190,6 +1223,24 @@ impl Crowd {
         if self.search_everyone {
             self.clearance_unit = 0.0;
         }
+        // In a dense crowd nearly everyone has someone in reach, and measuring clearances costs
+        // more than the searches it saves: then do without for a while.
+        let reach_level = ((self.config.separation_radius + ng.slack) * inv_unit) as u8 + 1;
+        let flags = &self.flags;
+        let clear = fold_chunks(
+            flags.len(),
+            &mut self.partial_counts,
+            0,
+            |range| {
+                range
+                    .filter(|&i| flags[i] >> CLEARANCE_SHIFT >= reach_level)
+                    .count() as u32
+            },
+            |a, b| a + b,
+        );
+        if (clear as usize) < self.alive / 8 {
+            self.dense_steps = DENSE_STEPS;
+        }
     }
 
     /// Push overlapping agents apart, each by half of every overlap, reading a fresh snapshot.
@@ -1200,9 +1251,12 @@ impl Crowd {
     /// since, so an agent whose entry, less `moved`, still exceeds its touching distance cannot
     /// touch anyone, and is skipped without a search (exactly: its push would be zero). In a
     /// spread-out crowd that is most agents.
-    fn collision_pass(&mut self, cost: &CostField, clearances: &mut [u32]) {
-        self.neighbours
-            .refresh_points(&self.positions, clearances, &mut self.partial_moves);
+    fn collision_pass<const CLEARANCE: bool>(&mut self, cost: &CostField, clearances: &mut [u32]) {
+        self.neighbours.refresh_points::<CLEARANCE>(
+            &self.positions,
+            clearances,
+            &mut self.partial_moves,
+        );
         let ng = &self.neighbours;
         let radii = &self.radii;
         let grid = self.grid;
@@ -1219,12 +1273,12 @@ impl Crowd {
             let p = *pos;
             let r = radii[i];
             let within = r + ng.widest;
-            if may_skip && f32::from_bits(*clear) - ng.moved > within + ng.slack {
+            if CLEARANCE && may_skip && f32::from_bits(*clear) - ng.moved > within + ng.slack {
                 return;
             }
             let mut shift = Vec2::ZERO;
             // Slot j is the grid's entry j (the step sorted the agents).
-            let clearance = ng.for_each_near(p, i, within, |j, diff, d2| {
+            let clearance = ng.for_each_near::<CLEARANCE>(p, i, within, |j, diff, d2| {
                 let touch = r + radii[j];
                 if d2 < touch * touch {
                     let d = d2.sqrt();
@@ -1232,7 +1286,9 @@ impl Crowd {
                     shift += coincident_safe_dir(diff, d, i as u32, j as u32) * (overlap * 0.5);
                 }
             });
-            *clear = (clearance + ng.moved).to_bits();
+            if CLEARANCE {
+                *clear = (clearance + ng.moved).to_bits();
+            }
             if shift != Vec2::ZERO {
                 *pos = ctx.slide(p, shift.clamp_length_max(0.45 * grid.cell_size()), r);
             }
@@ -1261,7 +1317,7 @@ impl Crowd {
             // step left its clearances in the sort order's buffer; they are not read again.)
             let mut clearances = std::mem::take(&mut self.neighbours.slots);
             clearances.resize(self.positions.len(), 0);
-            self.neighbours.refresh_points(
+            self.neighbours.refresh_points::<false>(
                 &self.positions,
                 &mut clearances,
                 &mut self.partial_moves,
@@ -1279,7 +1335,7 @@ impl Crowd {
                 let mut worst = 0.0f32;
                 for k in range.filter(|&k| flags[k] & ALIVE != 0) {
                     let r = radii[k];
-                    ng.for_each_near(ng.point(k), k, r + ng.widest, |j, _, d2| {
+                    ng.for_each_near::<false>(ng.point(k), k, r + ng.widest, |j, _, d2| {
                         let sum = r + radii[j];
                         if j > k && flags[j] & ALIVE != 0 && d2 < sum * sum {
                             worst = worst.max((sum - d2.sqrt()) / sum);
@@ -1537,6 +1593,19 @@ fn unpack<A, B>(
     each_agent!(work, a, b);
 }
 
+/// The larger of two numbers that are not NaN: one instruction, where `f32::max` needs several
+/// to handle NaN.
+#[inline(always)]
+fn larger(a: f32, b: f32) -> f32 {
+    if a > b { a } else { b }
+}
+
+/// The smaller of two numbers that are not NaN (see [`larger`]).
+#[inline(always)]
+fn smaller(a: f32, b: f32) -> f32 {
+    if a < b { a } else { b }
+}
+
 fn finite_vec(what: &'static str, v: Vec2) -> Result<(), CrowdError> {
     for value in [v.x, v.y] {
         if !value.is_finite() {
@@ -1583,7 +1652,8 @@ impl WallContext<'_> {
         let pos = Vec2::new(x, y);
         match (cx, cy) {
             (Some(cx), Some(cy)) => {
-                self.push_off_walls(pos, UVec2::new(cx, cy), radius.min(0.45 * g.cell_size()))
+                let r = smaller(radius, 0.45 * g.cell_size());
+                self.push_off_walls(pos, UVec2::new(cx, cy), r)
             }
             _ => pos,
         }
@@ -1599,16 +1669,16 @@ impl WallContext<'_> {
         let i = y * w + x;
         let mut q = p;
         if x == 0 || self.costs[i - 1] == WALL {
-            q.x = q.x.max(lo.x + r);
+            q.x = larger(q.x, lo.x + r);
         }
         if x + 1 == w || self.costs[i + 1] == WALL {
-            q.x = q.x.min(hi.x - r);
+            q.x = smaller(q.x, hi.x - r);
         }
         if y == 0 || self.costs[i - w] == WALL {
-            q.y = q.y.max(lo.y + r);
+            q.y = larger(q.y, lo.y + r);
         }
         if y + 1 == h || self.costs[i + w] == WALL {
-            q.y = q.y.min(hi.y - r);
+            q.y = smaller(q.y, hi.y - r);
         }
         q
     }
@@ -1675,6 +1745,7 @@ struct StepContext<'a> {
     group_of: &'a [u16],
     piles: &'a [f32],
     clearance_unit: f32,
+    track_clearances: bool,
 }
 
 impl StepContext<'_> {
@@ -1918,7 +1989,7 @@ impl StepContext<'_> {
             touching: 0,
             clearance: known,
         };
-        let reach = cfg.separation_radius.max(2.0 * radius);
+        let reach = larger(cfg.separation_radius, 2.0 * radius);
         if k == 0 || known > reach + ng.slack {
             // No one to push (or no one in reach: the search would find nobody).
             return contacts;
@@ -1929,7 +2000,7 @@ impl StepContext<'_> {
         let mut best: [(f32, u32); 16] = [(f32::INFINITY, u32::MAX); 16];
         let mut count = 0usize;
         // Slot j is the grid's entry j (the step sorted the agents).
-        contacts.clearance = ng.for_each_near(p, i, reach, |e, _, d2| {
+        let visit = |e: usize, _, d2: f32| {
             let j = e as u32;
             let entry = (d2, j);
             if count < k {
@@ -1946,7 +2017,12 @@ impl StepContext<'_> {
                 best.swap(m, m - 1);
                 m -= 1;
             }
-        });
+        };
+        contacts.clearance = if self.track_clearances {
+            ng.for_each_near::<true>(p, i, reach, visit)
+        } else {
+            ng.for_each_near::<false>(p, i, reach, visit)
+        };
         let mut sum = Vec2::ZERO;
         let mut unpenetrate = Vec2::ZERO;
         let mut blocked = false;
@@ -2074,6 +2150,8 @@ mod tests {
         let target = walkable[walkable.len() / 2];
         let f = field(&cost, target);
         let goal = cost.grid().cell_center(target);
+        // (Both ways of stepping: measuring clearances, and the dense crowd's way without.)
+        let (mut measured, mut dense) = (0, 0);
         for (round, dt) in [0.05f32, 0.2, 0.02].into_iter().enumerate() {
             let mut a = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
             let mut state = 0x51f1_5eed_u64 + round as u64;
@@ -2083,8 +2161,10 @@ mod tests {
                 state ^= state << 17;
                 (state >> 40) as f32 / (1u64 << 24) as f32
             };
+            // The third round packs everyone into a quarter of the map.
+            let spread = if round == 2 { 4 } else { 1 };
             for k in 0..1500 {
-                let cell = walkable[(next() * walkable.len() as f32) as usize % walkable.len()];
+                let cell = walkable[(next() * walkable.len() as f32) as usize / spread];
                 let (spread, r) = match k % 3 {
                     0 => (0.9, 0.35),
                     1 => (0.2, 0.2),
@@ -2103,6 +2183,10 @@ mod tests {
             b.search_everyone = true;
             let groups = [Group { flow: &f, goal }];
             for step in 0..120 {
+                match a.dense_steps {
+                    0 => measured += 1,
+                    _ => dense += 1,
+                }
                 a.step(dt, &cost, &groups).unwrap();
                 b.step(dt, &cost, &groups).unwrap();
                 let bits = |c: &Crowd| -> Vec<u32> {
@@ -2112,6 +2196,10 @@ mod tests {
                 assert!(bits(&a) == bits(&b), "dt {dt}, step {step}");
             }
         }
+        assert!(
+            measured > 20 && dense > 20,
+            "{measured} steps measured, {dense} dense"
+        );
     }
 
     #[test]
@@ -2145,12 +2233,12 @@ mod tests {
                 for p in &mut sorted {
                     *p += (Vec2::new(next(), next()) - 0.5) * most;
                 }
-                ng.refresh_points(&sorted, &mut clearances, &mut partials);
+                ng.refresh_points::<true>(&sorted, &mut clearances, &mut partials);
             }
             positions.clone_from(&sorted);
             for k in 0..n {
                 let within = 0.2 + next() * 1.5;
-                let clearance = ng.for_each_near(positions[k], k, within, |_, _, _| {});
+                let clearance = ng.for_each_near::<true>(positions[k], k, within, |_, _, _| {});
                 let nearest = (0..n)
                     .filter(|&j| j != k)
                     .map(|j| positions[k].distance(positions[j]))
