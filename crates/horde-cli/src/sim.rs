@@ -234,8 +234,11 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         let stats = crowd.step(a.dt, &cost, &groups)?;
         step_seconds += t.elapsed().as_secs_f64();
         steps += 1;
-        for (k, h) in handles.iter().enumerate() {
-            let p = crowd.position(*h)?;
+        // In the crowd's own (slot) order, reading its arrays front to back: looking every
+        // agent up by handle would scatter reads over them and slow the next step down.
+        let (positions, states) = (crowd.positions(), crowd.states());
+        for (slot, h) in crowd.handles().enumerate() {
+            let p = positions[slot];
             if cost
                 .grid()
                 .world_to_cell(p)
@@ -243,7 +246,9 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             {
                 inside_wall_events += 1;
             }
-            if arrive_time[k].is_nan() && crowd.state(*h)? == AgentState::Arrived {
+            // No agent is ever removed here, so ids are the spawn order.
+            let k = h.id() as usize;
+            if arrive_time[k].is_nan() && states[slot] == AgentState::Arrived {
                 arrive_time[k] = steps as f32 * a.dt;
             }
         }

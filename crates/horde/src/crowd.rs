@@ -215,6 +215,8 @@ pub struct AgentHandle {
 
 impl AgentHandle {
     /// The agent's id: unique among living agents (reused after removal, with a new generation).
+    /// Until an agent is removed, ids are 0, 1, 2, … in the order the agents were added, so
+    /// they can index the caller's own per-agent arrays.
     pub fn id(self) -> u32 {
         self.index
     }
@@ -2387,6 +2389,7 @@ mod tests {
         let mut c = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
         let a = c.add_agent(&cost, params(Vec2::splat(1.5))).unwrap();
         let b = c.add_agent(&cost, params(Vec2::splat(2.5))).unwrap();
+        assert_eq!((a.id(), b.id()), (0, 1), "ids are the order of adding");
         c.remove_agent(a).unwrap();
         assert!(matches!(c.position(a), Err(CrowdError::StaleHandle { .. })));
         assert!(c.remove_agent(a).is_err());
