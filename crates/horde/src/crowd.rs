@@ -306,6 +306,8 @@ pub struct Crowd {
     clearance_unit: f32,
     /// Steps left without clearances (see `keep_clearances`).
     dense_steps: u32,
+    /// Steps since the agents were last sorted.
+    unsorted_steps: u32,
     /// Tests turn skipping searches off, to check that it changes nothing.
     #[cfg(test)]
     search_everyone: bool,
@@ -337,6 +339,11 @@ const CLEARANCE_SHIFT: u32 = 2;
 const CLEARANCE_LEVELS: f32 = 63.0;
 /// Steps that a dense crowd goes without clearances before they are measured again.
 const DENSE_STEPS: u32 = 15;
+/// The agents are sorted again once anyone may have moved this far (in cells of the neighbour
+/// grid) from where it was filed: further, and searches would have to look too far round.
+const RESORT_DRIFT: f32 = 0.25;
+/// Steps at most between two sorts.
+const MAX_UNSORTED_STEPS: u32 = 4;
 
 /// Uniform grid of the agents' positions, rebuilt every step by a counting sort, with a
 /// cell-sorted snapshot of what changes during a step and neighbours read (position, state).
@@ -701,6 +708,7 @@ impl Crowd {
             sorted: false,
             clearance_unit: 0.0,
             dense_steps: 0,
+            unsorted_steps: 0,
             #[cfg(test)]
             search_everyone: false,
         })
@@ -1087,7 +1095,32 @@ impl Crowd {
                 groups: groups.len(),
             });
         }
-        self.sort_agents();
+        if self.sorted {
+            // Slot k is still entry k: bring the snapshot up to the positions the step starts
+            // from, so that the drift (and the choice below) counts every move since the sort,
+            // whichever way the last step went.
+            let mut scratch = std::mem::take(&mut self.neighbours.slots);
+            scratch.resize(self.positions.len(), 0);
+            self.neighbours.refresh_points::<false>(
+                &self.positions,
+                &mut scratch,
+                &mut self.partial_moves,
+            );
+            self.neighbours.slots = scratch;
+        }
+        let ng = &self.neighbours;
+        if !self.sorted
+            || ng.drift > RESORT_DRIFT * ng.cell
+            || self.unsorted_steps >= MAX_UNSORTED_STEPS
+        {
+            self.sort_agents();
+            self.unsorted_steps = 0;
+        } else {
+            // Everyone is still filed near enough to where it stands: keep the grid (the drift
+            // covers the difference) and take the states the step starts from.
+            self.unsorted_steps += 1;
+            self.neighbours.states.copy_from_slice(&self.states);
+        }
         let track = self.dense_steps == 0;
         if !track {
             self.dense_steps -= 1;
@@ -1863,8 +1896,8 @@ impl StepContext<'_> {
         // The clearance kept from the last step, still a lower bound: no one moved since.
         let known = (*flags >> CLEARANCE_SHIFT) as f32 * self.clearance_unit;
         let contact = self.separation(i, p, radius, state, grp.goal, dist_goal, known);
-        // Measured on the grid's own snapshot, before anyone moved (drift 0).
-        *clearance = contact.clearance.to_bits();
+        // Measured on the snapshot the step starts from.
+        *clearance = (contact.clearance + self.neighbours.moved).to_bits();
         let (sep, blocked_by_arrived, unpenetrate) = (
             contact.push,
             contact.blocked_by_arrived,
