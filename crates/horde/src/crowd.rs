@@ -246,10 +246,11 @@ pub struct StepStats {
 
 /// A crowd of agents, stored as structure of arrays.
 ///
-/// The arrays are kept sorted by position (re-sorted at the start of every step by the same
-/// counting sort that builds the neighbour grid), so that a step reads neighbours, arrows and
-/// walls from nearby memory. Handles stay valid through the re-sorting: they name an id, which
-/// maps to the agent's current slot.
+/// The arrays are kept sorted by position (re-sorted by the same counting sort that builds the
+/// neighbour grid, at the start of a step whenever the grid is rebuilt: at least every fifth
+/// step, and as soon as anyone has moved a quarter of a cell from where it was filed), so that
+/// a step reads neighbours, arrows and walls from nearby memory. Handles stay valid through the
+/// re-sorting: they name an id, which maps to the agent's current slot.
 ///
 /// Searches are skipped where they cannot find anyone: each agent keeps a lower bound on its
 /// distance to every other agent (its clearance), measured by its last search and lowered by
@@ -953,7 +954,7 @@ impl Crowd {
         Ok(self.radii[self.slot(h)?])
     }
     /// Handles of the living agents, in slot order: the order of [`Crowd::positions`],
-    /// [`Crowd::radii`] and [`Crowd::states`], which changes at every step (agents are kept
+    /// [`Crowd::radii`] and [`Crowd::states`], which may change at any step (agents are kept
     /// sorted by position).
     pub fn handles(&self) -> impl Iterator<Item = AgentHandle> + '_ {
         (0..self.flags.len())
