@@ -446,8 +446,9 @@ impl NeighbourGrid {
             // Someone within `within`, so nearer than anyone outside the searched cells.
             return nearest2.sqrt();
         }
-        // Every entry outside the searched cells was filed outside them (none lie beyond the
-        // grid's edges) and has moved at most `drift` along each axis since.
+        // Every entry outside the searched cells was filed outside them (none is filed beyond
+        // the grid's edges, whatever it did since) and has moved at most `drift` along each
+        // axis since.
         let g = (p - self.origin) * self.inv_cell;
         let mut side = f32::INFINITY;
         if x0 > 0 {
@@ -589,8 +590,8 @@ impl NeighbourGrid {
 
     /// Take new positions into the snapshot without re-sorting, add how far they moved to the
     /// drift that searches allow for, and take how far each agent moved off its clearance (see
-    /// [`Crowd::collision_pass`]). Only after the step sorted the agents, when slot `k` is
-    /// entry `k`. One pass over the agents, in parallel pieces. Without `CLEARANCE` the
+    /// [`Crowd::collision_pass`]). Only while slot `k` is entry `k` (the agents were sorted
+    /// with this grid). One pass over the agents, in parallel pieces. Without `CLEARANCE` the
     /// clearances are left alone.
     fn refresh_points<const CLEARANCE: bool>(
         &mut self,
@@ -1097,17 +1098,10 @@ impl Crowd {
             });
         }
         if self.sorted {
-            // Slot k is still entry k: bring the snapshot up to the positions the step starts
-            // from, so that the drift (and the choice below) counts every move since the sort,
-            // whichever way the last step went.
-            let mut scratch = std::mem::take(&mut self.neighbours.slots);
-            scratch.resize(self.positions.len(), 0);
-            self.neighbours.refresh_points::<false>(
-                &self.positions,
-                &mut scratch,
-                &mut self.partial_moves,
-            );
-            self.neighbours.slots = scratch;
+            // Bring the snapshot up to the positions the step starts from, so that the drift
+            // (and the choice below) counts every move since the sort, whichever way the last
+            // step went.
+            self.refresh_snapshot();
         }
         let ng = &self.neighbours;
         if !self.sorted
@@ -1230,6 +1224,20 @@ impl Crowd {
             },
         );
         Ok(stats)
+    }
+
+    /// Take the current positions into the neighbour grid's snapshot, keeping the grid. Only
+    /// while slot k is entry k (`sorted`). The clearances that the last step left in the sort
+    /// order's buffer are not read again, so they are left as they are.
+    fn refresh_snapshot(&mut self) {
+        let mut scratch = std::mem::take(&mut self.neighbours.slots);
+        scratch.resize(self.positions.len(), 0);
+        self.neighbours.refresh_points::<false>(
+            &self.positions,
+            &mut scratch,
+            &mut self.partial_moves,
+        );
+        self.neighbours.slots = scratch;
     }
 
     fn rebuild_neighbours(&mut self) {
@@ -1358,16 +1366,7 @@ impl Crowd {
     /// ```
     pub fn max_overlap(&mut self) -> f32 {
         if self.sorted {
-            // Slot k is still entry k: only the positions moved since the grid was built. (The
-            // step left its clearances in the sort order's buffer; they are not read again.)
-            let mut clearances = std::mem::take(&mut self.neighbours.slots);
-            clearances.resize(self.positions.len(), 0);
-            self.neighbours.refresh_points::<false>(
-                &self.positions,
-                &mut clearances,
-                &mut self.partial_moves,
-            );
-            self.neighbours.slots = clearances;
+            self.refresh_snapshot();
         } else {
             self.sort_agents();
         }
