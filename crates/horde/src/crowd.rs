@@ -2133,6 +2133,29 @@ mod tests {
         f
     }
 
+    /// A fixed pseudo-random sequence in `0..1` (xorshift), for tests that need many cases.
+    fn uniform(seed: u64) -> impl FnMut() -> f32 {
+        let mut state = seed;
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32
+        }
+    }
+
+    /// A scattered map of `side`², its walkable cells, a goal among them and its flow field.
+    fn scattered_scene(side: u32, seed: u64) -> (CostField, Vec<UVec2>, UVec2, FlowField) {
+        let cost = crate::maps::scattered_map(side, side, seed).unwrap();
+        let walkable: Vec<UVec2> = (0..cost.grid().len())
+            .map(|i| cost.grid().cell(i))
+            .filter(|&c| cost.is_walkable(c))
+            .collect();
+        let target = walkable[walkable.len() / 2];
+        let flow = field(&cost, target);
+        (cost, walkable, target, flow)
+    }
+
     fn params(p: Vec2) -> AgentParams {
         AgentParams {
             position: p,
@@ -2146,13 +2169,7 @@ mod tests {
     fn near_mask_agrees_with_the_scalar_distance() {
         // A fixed pseudo-random sequence: positions round a point, radii round their distances
         // (ties included, since the bits must match exactly), infinite padding.
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 40) as f32 / (1u64 << 24) as f32
-        };
+        let mut next = uniform(0x2545_f491_4f6c_dd1du64);
         for round in 0..20_000 {
             let p = Vec2::new(next() * 50.0, next() * 50.0);
             let xs: [f32; LANES] = std::array::from_fn(|_| p.x + (next() - 0.5) * 4.0);
@@ -2186,25 +2203,13 @@ mod tests {
     fn skipping_agents_clear_of_everyone_changes_no_bits() {
         // Clusters and loners, radii of three sizes, slow and fast agents, short and long steps:
         // the collision passes must give the same bits with and without skipping.
-        let cost = crate::maps::scattered_map(64, 64, 11).unwrap();
-        let walkable: Vec<UVec2> = (0..cost.grid().len())
-            .map(|i| cost.grid().cell(i))
-            .filter(|&c| cost.is_walkable(c))
-            .collect();
-        let target = walkable[walkable.len() / 2];
-        let f = field(&cost, target);
+        let (cost, walkable, target, f) = scattered_scene(64, 11);
         let goal = cost.grid().cell_center(target);
         // (Both ways of stepping: measuring clearances, and the dense crowd's way without.)
         let (mut measured, mut dense) = (0, 0);
         for (round, dt) in [0.05f32, 0.2, 0.02].into_iter().enumerate() {
             let mut a = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
-            let mut state = 0x51f1_5eed_u64 + round as u64;
-            let mut next = || {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 40) as f32 / (1u64 << 24) as f32
-            };
+            let mut next = uniform(0x51f1_5eed_u64 + round as u64);
             // The third round packs everyone into a quarter of the map.
             let spread = if round == 2 { 4 } else { 1 };
             for k in 0..1500 {
@@ -2248,13 +2253,7 @@ mod tests {
 
     #[test]
     fn clearance_never_exceeds_the_distance_to_the_nearest_agent() {
-        let mut state = 0x0dd_ba11_u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 40) as f32 / (1u64 << 24) as f32
-        };
+        let mut next = uniform(0x0dd_ba11_u64);
         let mut useful = 0;
         for round in 0..40 {
             let n = 50 + round * 20;
@@ -2302,13 +2301,7 @@ mod tests {
 
     #[test]
     fn max_overlap_matches_every_pair_before_and_after_a_step() {
-        let cost = crate::maps::scattered_map(40, 40, 3).unwrap();
-        let walkable: Vec<UVec2> = (0..cost.grid().len())
-            .map(|i| cost.grid().cell(i))
-            .filter(|&c| cost.is_walkable(c))
-            .collect();
-        let target = walkable[walkable.len() / 2];
-        let f = field(&cost, target);
+        let (cost, walkable, target, f) = scattered_scene(40, 3);
         let mut crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
         for k in 0..600 {
             let cell = walkable[(k * 37) % walkable.len()];
@@ -2357,13 +2350,7 @@ mod tests {
 
     #[test]
     fn cells_of_agrees_with_the_scalar_cells() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 40) as f32 / (1u64 << 24) as f32
-        };
+        let mut next = uniform(0x9e37_79b9_7f4a_7c15u64);
         for round in 0..20_000 {
             let (cols, rows) = (1 + (next() * 4095.0) as u32, 1 + (next() * 300.0) as u32);
             let origin = Vec2::new(next() * 100.0 - 50.0, next() * 100.0 - 50.0);
