@@ -259,12 +259,13 @@ pub struct StepStats {
 /// costs far less per agent than a packed one. (In a dense crowd the clearances are not worth
 /// their cost, and a step goes without them for a while.)
 ///
-/// Memory per agent: at most 63 bytes, the neighbour grid included. Agent arrays 40 (position
+/// Memory per agent: at most 63.2 bytes, the neighbour grid included. Agent arrays 40 (position
 /// 8, velocity 8, radius 4, top speed 4, group 2, state 1, flags 1, stuck reference distance 4
 /// and timer 4, id 4); id table 8 (slot 4, generation 4); neighbour grid 13 (sort order 4,
 /// position snapshot 8, state snapshot 1) plus its cell starts, 4 bytes per cell and at most one
-/// cell per two agents (2 bytes per agent; cells never get smaller than the separation radius).
-/// Sorting borrows the old positions' buffer as scratch, and the clearances live in the sort
+/// cell per two agents (2 bytes per agent; cells never get smaller than the separation radius);
+/// the lists of agents pushed and marked by the collision passes, 4 bytes each for at most one
+/// agent in 64 (0.125 bytes per agent, or 512 bytes for crowds under 4096). Sorting borrows the old positions' buffer as scratch, and the clearances live in the sort
 /// order's buffer during a step and in six bits of the flags between steps, so neither adds
 /// anything. Nothing is allocated per step once the arrays have grown.
 #[derive(Debug, Clone)]
@@ -309,6 +310,13 @@ pub struct Crowd {
     dense_steps: u32,
     /// Steps since the agents were last sorted.
     unsorted_steps: u32,
+    /// The agents that the last collision pass pushed, and those the next pass searches (see
+    /// `collision_pass`); each at most [`few`] long.
+    pushed: Vec<u32>,
+    marked: Vec<u32>,
+    /// Collision passes that searched only the marked agents (for the tests).
+    #[cfg(test)]
+    sparse_passes: u32,
     /// Tests turn skipping searches off, to check that it changes nothing.
     #[cfg(test)]
     search_everyone: bool,
@@ -333,6 +341,10 @@ const ALIVE: u8 = 1;
 /// Neighbour candidates measured together by [`NeighbourGrid::for_each_near`].
 const LANES: usize = 8;
 const STUCK: u8 = 2;
+/// During a step's collision passes (when the clearance bits of the flags are free): pushed by
+/// the last pass, and marked for the next one.
+const PUSHED: u8 = 4;
+const MARKED: u8 = 8;
 /// The flags above these two bits carry an agent's clearance from one step to the next, in
 /// multiples of the crowd's `clearance_unit`, rounded down.
 const CLEARANCE_SHIFT: u32 = 2;
@@ -656,6 +668,34 @@ impl NeighbourGrid {
         };
     }
 
+    /// [`Self::refresh_points`] when only the agents in `moved` can have moved: the same
+    /// snapshot, drift, `moved` and clearances, in O(moved).
+    fn refresh_some<const CLEARANCE: bool>(
+        &mut self,
+        positions: &[Vec2],
+        clearances: &mut [u32],
+        moved: &[u32],
+    ) {
+        let (mut along, mut most) = (0.0f32, 0.0f32);
+        for &k in moved {
+            let k = k as usize;
+            let (p, d) = (positions[k], positions[k] - self.point(k));
+            along = larger(larger(along, d.x.abs()), d.y.abs());
+            if CLEARANCE {
+                let own = d.length() * (1.0 + 1e-6);
+                most = larger(most, own);
+                clearances[k] = (f32::from_bits(clearances[k]) - own).to_bits();
+            }
+            (self.xs[k], self.ys[k]) = (p.x, p.y);
+        }
+        self.drift += along;
+        self.moved += if CLEARANCE {
+            most
+        } else {
+            along * std::f32::consts::SQRT_2 * (1.0 + 1e-6)
+        };
+    }
+
     /// Position of a sorted entry.
     fn point(&self, e: usize) -> Vec2 {
         Vec2::new(self.xs[e], self.ys[e])
@@ -713,6 +753,10 @@ impl Crowd {
             unsorted_steps: 0,
             #[cfg(test)]
             search_everyone: false,
+            pushed: Vec::new(),
+            marked: Vec::new(),
+            #[cfg(test)]
+            sparse_passes: 0,
         })
     }
 
@@ -1155,15 +1199,22 @@ impl Crowd {
             self.flags,
             clearances
         );
-        for _ in 0..self.config.collision_passes {
-            if track {
-                self.collision_pass::<true>(cost, &mut clearances);
+        // Whether `pushed` lists every agent that moved since the snapshot was last refreshed.
+        let mut listed = false;
+        self.make_room_for_few();
+        for pass in 0..self.config.collision_passes {
+            let sparse = pass > 0 && listed;
+            #[cfg(test)]
+            let sparse = sparse && !self.search_everyone;
+            let sparse = if track {
+                self.collision_pass::<true>(cost, &mut clearances, sparse)
             } else {
-                self.collision_pass::<false>(cost, &mut clearances);
-            }
+                self.collision_pass::<false>(cost, &mut clearances, sparse)
+            };
+            listed = self.list_pushed(sparse);
         }
         if track {
-            self.keep_clearances(&mut clearances);
+            self.keep_clearances(&mut clearances, listed);
         }
         self.neighbours.slots = clearances;
         // The pile round each goal: arrived agents packed at about 80 % density fill a disc of
@@ -1253,13 +1304,19 @@ impl Crowd {
     /// Carry each agent's clearance (see `collision_pass`) into the next step, as a lower bound
     /// at its final position kept in its flags: the next step's separation search then skips
     /// agents that cannot have anyone in reach (exactly: it would find no one).
-    fn keep_clearances(&mut self, clearances: &mut [u32]) {
+    /// `listed`: only the agents in `pushed` moved since the snapshot was refreshed.
+    fn keep_clearances(&mut self, clearances: &mut [u32], listed: bool) {
         // Bring the bounds up to the final positions.
-        self.neighbours.refresh_points::<true>(
-            &self.positions,
-            clearances,
-            &mut self.partial_moves,
-        );
+        if listed {
+            self.neighbours
+                .refresh_some::<true>(&self.positions, clearances, &self.pushed);
+        } else {
+            self.neighbours.refresh_points::<true>(
+                &self.positions,
+                clearances,
+                &mut self.partial_moves,
+            );
+        }
         let ng = &self.neighbours;
         // Levels fine enough for the reaches that matter (a few separation radii).
         let unit = self.config.separation_radius.max(2.0 * ng.widest) / 16.0;
@@ -1304,49 +1361,160 @@ impl Crowd {
     /// since, so an agent whose entry, less `moved`, still exceeds its touching distance cannot
     /// touch anyone, and is skipped without a search (exactly: its push would be zero). In a
     /// spread-out crowd that is most agents.
-    fn collision_pass<const CLEARANCE: bool>(&mut self, cost: &CostField, clearances: &mut [u32]) {
+    ///
+    /// After a pass that pushed only a few agents (listed in `pushed`), the next one searches
+    /// only them and the agents near where they stood and stand (`sparse`): everyone else
+    /// touches the same unmoved neighbours as in that pass, where its push was zero, so it
+    /// would be zero again. Each pass flags the agents it pushes. True if the pass was sparse
+    /// (it goes over everyone when too many are near those pushed).
+    fn collision_pass<const CLEARANCE: bool>(
+        &mut self,
+        cost: &CostField,
+        clearances: &mut [u32],
+        sparse: bool,
+    ) -> bool {
+        let ctx = WallContext {
+            grid: self.grid,
+            costs: cost.costs(),
+        };
+        #[cfg(test)]
+        let may_skip = !self.search_everyone;
+        #[cfg(not(test))]
+        let may_skip = true;
+        if sparse && self.mark_near_pushed::<CLEARANCE>(clearances) {
+            #[cfg(test)]
+            {
+                self.sparse_passes += 1;
+            }
+            for &i in &self.marked {
+                let i = i as usize;
+                self.flags[i] &= !MARKED;
+                push_apart::<CLEARANCE>(
+                    &self.neighbours,
+                    &self.radii,
+                    &ctx,
+                    may_skip,
+                    i,
+                    &mut self.positions[i],
+                    &mut self.flags[i],
+                    &mut clearances[i],
+                );
+            }
+            return true;
+        }
         self.neighbours.refresh_points::<CLEARANCE>(
             &self.positions,
             clearances,
             &mut self.partial_moves,
         );
-        let ng = &self.neighbours;
-        let radii = &self.radii;
-        let grid = self.grid;
-        let costs = cost.costs();
-        let ctx = WallContext { grid, costs };
-        #[cfg(test)]
-        let may_skip = !self.search_everyone;
-        #[cfg(not(test))]
-        let may_skip = true;
+        let (ng, radii) = (&self.neighbours, &self.radii);
         let work = |(i, ((pos, flags), clear)): (usize, ((&mut Vec2, &mut u8), &mut u32))| {
-            if *flags & ALIVE == 0 {
-                return;
-            }
-            let p = *pos;
-            let r = radii[i];
-            let within = r + ng.widest;
-            if CLEARANCE && may_skip && f32::from_bits(*clear) - ng.moved > within + ng.slack {
-                return;
-            }
-            let mut shift = Vec2::ZERO;
-            // Slot j is the grid's entry j (the step sorted the agents).
-            let clearance = ng.for_each_near::<CLEARANCE>(p, i, within, |j, diff, d2| {
-                let touch = r + radii[j];
-                if d2 < touch * touch {
-                    let d = d2.sqrt();
-                    let overlap = touch - d;
-                    shift += coincident_safe_dir(diff, d, i as u32, j as u32) * (overlap * 0.5);
-                }
-            });
-            if CLEARANCE {
-                *clear = (clearance + ng.moved).to_bits();
-            }
-            if shift != Vec2::ZERO {
-                *pos = ctx.slide(p, shift.clamp_length_max(0.45 * grid.cell_size()), r);
+            // (Left set if the last pass pushed too many to list.)
+            *flags &= !PUSHED;
+            if *flags & ALIVE != 0 {
+                push_apart::<CLEARANCE>(ng, radii, &ctx, may_skip, i, pos, flags, clear);
             }
         };
         each_agent!(work, self.positions, self.flags, clearances);
+        false
+    }
+
+    /// Most agents that the pushed list and the marked list hold.
+    fn few(&self) -> usize {
+        (self.positions.len() / 64).max(64)
+    }
+
+    /// Room in the pushed and marked lists for [`Self::few`] agents, and no more.
+    fn make_room_for_few(&mut self) {
+        let few = self.few();
+        for list in [&mut self.pushed, &mut self.marked] {
+            if list.capacity() < few {
+                list.reserve_exact(few - list.len());
+            }
+        }
+    }
+
+    /// List the agents that the last collision pass flagged as pushed, and clear their flags.
+    /// False if they are too many to list (then the next pass searches everyone). After a
+    /// sparse pass only the marked agents can be flagged.
+    fn list_pushed(&mut self, sparse: bool) -> bool {
+        let few = self.few();
+        self.pushed.clear();
+        if sparse {
+            for &i in &self.marked {
+                let flags = &mut self.flags[i as usize];
+                if *flags & PUSHED != 0 {
+                    *flags &= !PUSHED;
+                    self.pushed.push(i);
+                }
+            }
+            return true;
+        }
+        // Eight flags at a time: in a spread-out crowd the pushed are rare. In a dense one the
+        // list fills at once, and the flags left set are cleared by the next pass, which goes
+        // over everyone.
+        let any = u64::from_ne_bytes([PUSHED; 8]);
+        for (w, word) in self.flags.chunks_mut(8).enumerate() {
+            let mut bytes = [0u8; 8];
+            bytes[..word.len()].copy_from_slice(word);
+            if u64::from_ne_bytes(bytes) & any == 0 {
+                continue;
+            }
+            for (k, flags) in word.iter_mut().enumerate() {
+                if *flags & PUSHED != 0 {
+                    if self.pushed.len() == few {
+                        return false;
+                    }
+                    *flags &= !PUSHED;
+                    self.pushed.push((w * 8 + k) as u32);
+                }
+            }
+        }
+        true
+    }
+
+    /// Before a sparse pass: take the moves of the agents the last pass pushed into the
+    /// snapshot, and mark (in `marked`, slot order not kept) each of them and everyone who
+    /// touched one where it stood or touches it where it stands. False, with nothing marked,
+    /// if they are too many to list.
+    fn mark_near_pushed<const CLEARANCE: bool>(&mut self, clearances: &mut [u32]) -> bool {
+        let few = self.few();
+        self.marked.clear();
+        let (ng, radii, positions) = (&self.neighbours, &self.radii, &self.positions);
+        let (flags, marked) = (&mut self.flags, &mut self.marked);
+        let mut fits = true;
+        for &m in &self.pushed {
+            let m = m as usize;
+            let (was, is) = (ng.point(m), positions[m]);
+            // Anyone within this of where it stands, or within its touching distance of where
+            // it stood (rounding aside).
+            let within = radii[m] + ng.widest + (is - was).length() + ng.slack;
+            let mut mark = |j: usize| {
+                if flags[j] & MARKED == 0 {
+                    if marked.len() == few {
+                        fits = false;
+                    } else {
+                        flags[j] |= MARKED;
+                        marked.push(j as u32);
+                    }
+                }
+            };
+            mark(m);
+            ng.for_each_near::<false>(is, m, within, |j, _, _| mark(j));
+            if !fits {
+                break;
+            }
+        }
+        if !fits {
+            for &j in marked.iter() {
+                flags[j as usize] &= !MARKED;
+            }
+            marked.clear();
+            return false;
+        }
+        self.neighbours
+            .refresh_some::<CLEARANCE>(&self.positions, clearances, &self.pushed);
+        true
     }
 
     /// The worst overlap between two agents right now, as a fraction of the sum of their radii
@@ -1390,6 +1558,45 @@ impl Crowd {
             },
             f32::max,
         )
+    }
+}
+
+/// One agent's share of a collision pass (see [`Crowd::collision_pass`]): the push away from
+/// every agent it overlaps in the snapshot, its clearance, and the flag if it was pushed.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn push_apart<const CLEARANCE: bool>(
+    ng: &NeighbourGrid,
+    radii: &[f32],
+    walls: &WallContext,
+    may_skip: bool,
+    i: usize,
+    pos: &mut Vec2,
+    flags: &mut u8,
+    clear: &mut u32,
+) {
+    let p = *pos;
+    let r = radii[i];
+    let within = r + ng.widest;
+    if CLEARANCE && may_skip && f32::from_bits(*clear) - ng.moved > within + ng.slack {
+        return;
+    }
+    let mut shift = Vec2::ZERO;
+    // Slot j is the grid's entry j (the step sorted the agents).
+    let clearance = ng.for_each_near::<CLEARANCE>(p, i, within, |j, diff, d2| {
+        let touch = r + radii[j];
+        if d2 < touch * touch {
+            let d = d2.sqrt();
+            let overlap = touch - d;
+            shift += coincident_safe_dir(diff, d, i as u32, j as u32) * (overlap * 0.5);
+        }
+    });
+    if CLEARANCE {
+        *clear = (clearance + ng.moved).to_bits();
+    }
+    if shift != Vec2::ZERO {
+        *pos = walls.slide(p, shift.clamp_length_max(0.45 * walls.grid.cell_size()), r);
+        *flags |= PUSHED;
     }
 }
 
@@ -1964,7 +2171,9 @@ impl StepContext<'_> {
         }
 
         // Stuck: no straight-line progress towards the goal for `stuck_time`.
-        *flags &= !STUCK;
+        // (The clearance bits are read above, and written again at the end of the step if
+        // they are kept: clear, they serve the collision passes.)
+        *flags &= ALIVE;
         *timer += self.dt;
         if state != AgentState::Moving || *anchor - dist_goal >= cfg.stuck_distance {
             *anchor = dist_goal;
@@ -2205,14 +2414,23 @@ mod tests {
         // the collision passes must give the same bits with and without skipping.
         let (cost, walkable, target, f) = scattered_scene(64, 11);
         let goal = cost.grid().cell_center(target);
-        // (Both ways of stepping: measuring clearances, and the dense crowd's way without.)
-        let (mut measured, mut dense) = (0, 0);
-        for (round, dt) in [0.05f32, 0.2, 0.02].into_iter().enumerate() {
-            let mut a = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+        // (Both ways of stepping: measuring clearances, and the dense crowd's way without; and
+        // both kinds of collision pass: over everyone, and over the few near those pushed.)
+        let (mut measured, mut dense, mut sparse) = (0, 0, 0);
+        for (round, dt) in [0.05f32, 0.2, 0.02, 0.05].into_iter().enumerate() {
+            // More collision passes than the default, so that the later ones start from
+            // overlaps that the earlier ones left.
+            let config = CrowdConfig {
+                collision_passes: 4,
+                ..CrowdConfig::default()
+            };
+            let mut a = Crowd::new(*cost.grid(), config).unwrap();
             let mut next = uniform(0x51f1_5eed_u64 + round as u64);
-            // The third round packs everyone into a quarter of the map.
+            // The third round packs everyone into a quarter of the map; the fourth has few
+            // agents, so that collision passes push few.
             let spread = if round == 2 { 4 } else { 1 };
-            for k in 0..1500 {
+            let agents = if round == 3 { 400 } else { 1500 };
+            for k in 0..agents {
                 let cell = walkable[(next() * walkable.len() as f32) as usize / spread];
                 let (spread, r) = match k % 3 {
                     0 => (0.9, 0.35),
@@ -2244,10 +2462,12 @@ mod tests {
                 };
                 assert!(bits(&a) == bits(&b), "dt {dt}, step {step}");
             }
+            assert_eq!(b.sparse_passes, 0);
+            sparse += a.sparse_passes;
         }
         assert!(
-            measured > 20 && dense > 20,
-            "{measured} steps measured, {dense} dense"
+            measured > 20 && dense > 20 && sparse > 20,
+            "{measured} steps measured, {dense} dense, {sparse} sparse passes"
         );
     }
 
