@@ -297,6 +297,7 @@ pub struct Crowd {
     /// Scratch of the step's parallel reductions, one entry per piece of [`CHUNK`] agents.
     pile_partials: Vec<(f32, f32)>,
     partial_counts: Vec<u32>,
+    partial_reach: Vec<(u32, f32)>,
     partial_moves: Vec<(f32, f32)>,
     partial_worst: Vec<f32>,
     partial_stats: Vec<StepStats>,
@@ -382,6 +383,9 @@ struct NeighbourGrid {
     last: Vec2,
     /// More than the rounding error of any distance or clearance on this grid.
     slack: f32,
+    /// No clearance is taken to be more than this (so that [`Self::take_moves`] knows how far
+    /// a move can lower one).
+    cap: f32,
     /// `starts[c]..starts[c + 1]` are the sorted entries of cell `c`.
     starts: Vec<u32>,
     /// Slot of each sorted entry.
@@ -605,9 +609,13 @@ impl NeighbourGrid {
     /// [`Crowd::collision_pass`]). Only while slot `k` is entry `k` (the agents were sorted
     /// with this grid). One pass over the agents, in parallel pieces. Without `CLEARANCE` the
     /// clearances are left alone.
+    ///
+    /// `calm`: a bound on how far anyone moved, if known, to go into `moved` instead of the
+    /// largest move.
     fn refresh_points<const CLEARANCE: bool>(
         &mut self,
         positions: &[Vec2],
+        calm: Option<f32>,
         clearances: &mut [u32],
         partials: &mut Vec<(f32, f32)>,
     ) {
@@ -661,20 +669,59 @@ impl NeighbourGrid {
             .fold((0.0f32, 0.0f32), |a, b| (a.0.max(b.0), a.1.max(b.1)));
         self.drift += along;
         // Without clearances nobody reads `moved`; it stays a bound all the same.
-        self.moved += if CLEARANCE {
-            most
-        } else {
-            along * std::f32::consts::SQRT_2 * (1.0 + 1e-6)
+        self.moved += match calm {
+            Some(calm) => calm,
+            None if CLEARANCE => most,
+            None => along * std::f32::consts::SQRT_2 * (1.0 + 1e-6),
         };
+    }
+
+    /// Take new positions into the snapshot, knowing (`since`, if known) that everyone but the
+    /// agents in `listed` moved at most that far since the last refresh. With clearances, the
+    /// listed agents' moves do not go into `moved`, which every clearance pays for: instead
+    /// each agent within [`Self::cap`] of one takes the distance to it as its clearance if that
+    /// is less (a few searches, where a few far moves would cost everyone's clearance as much).
+    fn take_moves<const CLEARANCE: bool>(
+        &mut self,
+        positions: &[Vec2],
+        since: Option<f32>,
+        listed: &[u32],
+        clearances: &mut [u32],
+        partials: &mut Vec<(f32, f32)>,
+    ) {
+        match since {
+            Some(calm) if CLEARANCE => {
+                if calm > 0.0 {
+                    self.refresh_points::<true>(positions, Some(calm), clearances, partials);
+                } else {
+                    self.refresh_some::<true>(positions, clearances, listed, true);
+                }
+                for &o in listed {
+                    let o = o as usize;
+                    let (moved, within) = (self.moved, self.cap + self.slack);
+                    self.for_each_near::<false>(self.point(o), o, within, |i, _, d2| {
+                        let near = d2.sqrt() + moved;
+                        if near < f32::from_bits(clearances[i]) {
+                            clearances[i] = near.to_bits();
+                        }
+                    });
+                }
+            }
+            // (Only the listed moved.)
+            Some(0.0) => self.refresh_some::<CLEARANCE>(positions, clearances, listed, false),
+            _ => self.refresh_points::<CLEARANCE>(positions, None, clearances, partials),
+        }
     }
 
     /// [`Self::refresh_points`] when only the agents in `moved` can have moved: the same
     /// snapshot, drift, `moved` and clearances, in O(moved).
+    /// With `local`, the moves do not go into `moved` (see [`Self::take_moves`]).
     fn refresh_some<const CLEARANCE: bool>(
         &mut self,
         positions: &[Vec2],
         clearances: &mut [u32],
         moved: &[u32],
+        local: bool,
     ) {
         let (mut along, mut most) = (0.0f32, 0.0f32);
         for &k in moved {
@@ -689,7 +736,9 @@ impl NeighbourGrid {
             (self.xs[k], self.ys[k]) = (p.x, p.y);
         }
         self.drift += along;
-        self.moved += if CLEARANCE {
+        self.moved += if local {
+            0.0
+        } else if CLEARANCE {
             most
         } else {
             along * std::f32::consts::SQRT_2 * (1.0 + 1e-6)
@@ -744,6 +793,7 @@ impl Crowd {
             pile_parts: Vec::new(),
             pile_partials: Vec::new(),
             partial_counts: Vec::new(),
+            partial_reach: Vec::new(),
             partial_moves: Vec::new(),
             partial_worst: Vec::new(),
             partial_stats: Vec::new(),
@@ -1118,18 +1168,19 @@ impl Crowd {
             finite_vec("group goal", g.goal)?;
         }
         let (flags, group_of) = (&self.flags, &self.groups);
-        let highest = fold_chunks(
+        let max_speeds = &self.max_speeds;
+        let (highest, fastest) = fold_chunks(
             self.flags.len(),
-            &mut self.partial_counts,
-            0,
+            &mut self.partial_reach,
+            (0, 0.0f32),
             |range| {
                 range
                     .filter(|&i| flags[i] & ALIVE != 0)
-                    .map(|i| group_of[i] as u32 + 1)
-                    .max()
-                    .unwrap_or(0)
+                    .fold((0, 0.0f32), |(g, v), i| {
+                        (g.max(group_of[i] as u32 + 1), v.max(max_speeds[i]))
+                    })
             },
-            |a, b| a.max(b),
+            |a, b| (a.0.max(b.0), a.1.max(b.1)),
         );
         if highest as usize > groups.len() {
             let i = (0..self.flags.len())
@@ -1161,6 +1212,12 @@ impl Crowd {
             self.neighbours.states.copy_from_slice(&self.states);
         }
         let track = self.dense_steps == 0;
+        self.make_room_for_few();
+        // A little more than a walking step (a few agents go a little further, nudged off a
+        // neighbour or a wall): see `since` below.
+        let calm = fastest * dt * 1.02;
+        let ng = &mut self.neighbours;
+        ng.cap = 4.0 * larger(self.config.separation_radius, 2.0 * ng.widest);
         if !track {
             self.dense_steps -= 1;
             self.clearance_unit = 0.0;
@@ -1181,6 +1238,7 @@ impl Crowd {
             piles: &self.piles,
             clearance_unit: self.clearance_unit,
             track_clearances: track,
+            calm,
         };
         // Each agent writes only its own entries; everything it reads of others is the snapshot
         // in the neighbour grid. So the step runs in place, in any order, on any thread count.
@@ -1199,22 +1257,32 @@ impl Crowd {
             self.flags,
             clearances
         );
-        // Whether `pushed` lists every agent that moved since the snapshot was last refreshed.
-        let mut listed = false;
-        self.make_room_for_few();
+        // What is known of the moves since the snapshot was last refreshed: everyone but the
+        // agents in `pushed` moved at most this far (see `NeighbourGrid::take_moves`). The
+        // step flagged those that moved further than walking pace (knocked by an overlap).
+        let mut since = (track && self.list_pushed(false)).then_some(calm);
+        #[cfg(test)]
+        if let Some(calm) = since {
+            // The promise that the collision passes' bookkeeping rests on.
+            for k in 0..self.positions.len() {
+                let own = (self.positions[k] - self.neighbours.point(k)).length() * (1.0 + 1e-6);
+                let listed = self.pushed.contains(&(k as u32));
+                assert!(own <= calm || listed, "agent {k} went {own}, past {calm}");
+            }
+        }
         for pass in 0..self.config.collision_passes {
-            let sparse = pass > 0 && listed;
+            let sparse = pass > 0 && since == Some(0.0);
             #[cfg(test)]
             let sparse = sparse && !self.search_everyone;
             let sparse = if track {
-                self.collision_pass::<true>(cost, &mut clearances, sparse)
+                self.collision_pass::<true>(cost, &mut clearances, since, sparse)
             } else {
-                self.collision_pass::<false>(cost, &mut clearances, sparse)
+                self.collision_pass::<false>(cost, &mut clearances, since, sparse)
             };
-            listed = self.list_pushed(sparse);
+            since = self.list_pushed(sparse).then_some(0.0);
         }
         if track {
-            self.keep_clearances(&mut clearances, listed);
+            self.keep_clearances(&mut clearances, since);
         }
         self.neighbours.slots = clearances;
         // The pile round each goal: arrived agents packed at about 80 % density fill a disc of
@@ -1285,6 +1353,7 @@ impl Crowd {
         scratch.resize(self.positions.len(), 0);
         self.neighbours.refresh_points::<false>(
             &self.positions,
+            None,
             &mut scratch,
             &mut self.partial_moves,
         );
@@ -1304,19 +1373,17 @@ impl Crowd {
     /// Carry each agent's clearance (see `collision_pass`) into the next step, as a lower bound
     /// at its final position kept in its flags: the next step's separation search then skips
     /// agents that cannot have anyone in reach (exactly: it would find no one).
-    /// `listed`: only the agents in `pushed` moved since the snapshot was refreshed.
-    fn keep_clearances(&mut self, clearances: &mut [u32], listed: bool) {
+    /// `since`: what is known of the moves since the snapshot was refreshed (see
+    /// [`NeighbourGrid::take_moves`], with the agents in `pushed`).
+    fn keep_clearances(&mut self, clearances: &mut [u32], since: Option<f32>) {
         // Bring the bounds up to the final positions.
-        if listed {
-            self.neighbours
-                .refresh_some::<true>(&self.positions, clearances, &self.pushed);
-        } else {
-            self.neighbours.refresh_points::<true>(
-                &self.positions,
-                clearances,
-                &mut self.partial_moves,
-            );
-        }
+        self.neighbours.take_moves::<true>(
+            &self.positions,
+            since,
+            &self.pushed,
+            clearances,
+            &mut self.partial_moves,
+        );
         let ng = &self.neighbours;
         // Levels fine enough for the reaches that matter (a few separation radii).
         let unit = self.config.separation_radius.max(2.0 * ng.widest) / 16.0;
@@ -1358,19 +1425,24 @@ impl Crowd {
     /// `clearances` holds, as `f32` bits, each agent's clearance from its last neighbour search,
     /// less how far it has moved since, plus how far anyone could have moved when it was
     /// measured (the grid's `moved`). Any other agent has moved at most the growth of `moved`
-    /// since, so an agent whose entry, less `moved`, still exceeds its touching distance cannot
-    /// touch anyone, and is skipped without a search (exactly: its push would be zero). In a
-    /// spread-out crowd that is most agents.
+    /// since, or else lowered the entry to its distance when it moved (the few knocked further
+    /// than a walking step, see [`NeighbourGrid::take_moves`]). So an agent whose entry, less
+    /// `moved`, still exceeds its touching distance cannot touch anyone, and is skipped without
+    /// a search (exactly: its push would be zero). In a spread-out crowd that is most agents.
     ///
     /// After a pass that pushed only a few agents (listed in `pushed`), the next one searches
     /// only them and the agents near where they stood and stand (`sparse`): everyone else
     /// touches the same unmoved neighbours as in that pass, where its push was zero, so it
     /// would be zero again. Each pass flags the agents it pushes. True if the pass was sparse
     /// (it goes over everyone when too many are near those pushed).
+    ///
+    /// `since`: what is known of the moves since the snapshot was refreshed (see
+    /// [`NeighbourGrid::take_moves`], with the agents in `pushed`).
     fn collision_pass<const CLEARANCE: bool>(
         &mut self,
         cost: &CostField,
         clearances: &mut [u32],
+        since: Option<f32>,
         sparse: bool,
     ) -> bool {
         let ctx = WallContext {
@@ -1402,8 +1474,10 @@ impl Crowd {
             }
             return true;
         }
-        self.neighbours.refresh_points::<CLEARANCE>(
+        self.neighbours.take_moves::<CLEARANCE>(
             &self.positions,
+            since,
+            &self.pushed,
             clearances,
             &mut self.partial_moves,
         );
@@ -1512,8 +1586,13 @@ impl Crowd {
             marked.clear();
             return false;
         }
-        self.neighbours
-            .refresh_some::<CLEARANCE>(&self.positions, clearances, &self.pushed);
+        self.neighbours.take_moves::<CLEARANCE>(
+            &self.positions,
+            Some(0.0),
+            &self.pushed,
+            clearances,
+            &mut self.partial_moves,
+        );
         true
     }
 
@@ -1592,7 +1671,7 @@ fn push_apart<const CLEARANCE: bool>(
         }
     });
     if CLEARANCE {
-        *clear = (clearance + ng.moved).to_bits();
+        *clear = (smaller(clearance, ng.cap) + ng.moved).to_bits();
     }
     if shift != Vec2::ZERO {
         *pos = walls.slide(p, shift.clamp_length_max(0.45 * walls.grid.cell_size()), r);
@@ -1997,6 +2076,8 @@ struct StepContext<'a> {
     piles: &'a [f32],
     clearance_unit: f32,
     track_clearances: bool,
+    /// Agents that move further than this are flagged `PUSHED` (when clearances are tracked).
+    calm: f32,
 }
 
 impl StepContext<'_> {
@@ -2104,7 +2185,8 @@ impl StepContext<'_> {
         let known = (*flags >> CLEARANCE_SHIFT) as f32 * self.clearance_unit;
         let contact = self.separation(i, p, radius, state, grp.goal, dist_goal, known);
         // Measured on the snapshot the step starts from.
-        *clearance = (contact.clearance + self.neighbours.moved).to_bits();
+        let ng = self.neighbours;
+        *clearance = (smaller(contact.clearance, ng.cap) + ng.moved).to_bits();
         let (sep, blocked_by_arrived, unpenetrate) = (
             contact.push,
             contact.blocked_by_arrived,
@@ -2189,6 +2271,10 @@ impl StepContext<'_> {
             } else {
                 *flags |= STUCK;
             }
+        }
+        if self.track_clearances && (pos - p).length() * (1.0 + 1e-6) > self.calm {
+            // As the snapshot's refresh measures the move.
+            *flags |= PUSHED;
         }
         *position = pos;
         *velocity = vel;
@@ -2496,7 +2582,7 @@ mod tests {
                 for p in &mut sorted {
                     *p += (Vec2::new(next(), next()) - 0.5) * most;
                 }
-                ng.refresh_points::<true>(&sorted, &mut clearances, &mut partials);
+                ng.refresh_points::<true>(&sorted, None, &mut clearances, &mut partials);
             }
             positions.clone_from(&sorted);
             for k in 0..n {
@@ -2517,6 +2603,60 @@ mod tests {
             useful > 1000,
             "clearances beyond the search radius: {useful}"
         );
+    }
+
+    #[test]
+    fn clearances_stay_bounds_when_few_agents_move_far() {
+        // Everyone walks at most `calm`, a few listed agents go further (or only they move):
+        // the listed moves stay out of `moved` and lower the clearances near them instead.
+        let mut next = uniform(0x7ea_5eed_u64);
+        let mut useful = 0;
+        for round in 0..30 {
+            let n = 60 + round * 25;
+            let side = 8.0 + next() * 40.0;
+            let corner = Vec2::new(next() - 0.5, next() - 0.5) * 100.0;
+            let positions: Vec<Vec2> = (0..n)
+                .map(|_| corner + Vec2::new(next(), next()) * side)
+                .collect();
+            let (flags, radii) = (vec![ALIVE; n], vec![0.3; n]);
+            let mut ng = NeighbourGrid {
+                reach: 1.0,
+                ..NeighbourGrid::default()
+            };
+            ng.rebuild(&positions, &flags, &radii, &vec![AgentState::Moving; n], n);
+            ng.cap = 3.0;
+            let mut sorted: Vec<Vec2> = (0..n).map(|k| ng.point(k)).collect();
+            let nearest = |at: &[Vec2], k: usize| {
+                (0..n)
+                    .filter(|&j| j != k)
+                    .map(|j| at[k].distance(at[j]))
+                    .fold(f32::INFINITY, f32::min)
+            };
+            let mut clearances: Vec<u32> = (0..n)
+                .map(|k| smaller(nearest(&sorted, k), ng.cap).to_bits())
+                .collect();
+            let mut partials = Vec::new();
+            for calm in [0.2, 0.0, 0.3, 0.0] {
+                let listed: Vec<u32> = (0..n as u32).filter(|_| next() < 0.05).collect();
+                for (k, p) in sorted.iter_mut().enumerate() {
+                    let far = listed.contains(&(k as u32));
+                    let length = if far { next() * 1.5 } else { next() * calm };
+                    let angle = next() * std::f32::consts::TAU;
+                    *p += Vec2::new(angle.cos(), angle.sin()) * length;
+                }
+                ng.take_moves::<true>(&sorted, Some(calm), &listed, &mut clearances, &mut partials);
+                for (k, clearance) in clearances.iter().enumerate() {
+                    let bound = f32::from_bits(*clearance) - ng.moved;
+                    let nearest = nearest(&sorted, k);
+                    assert!(
+                        bound <= nearest + 1e-4,
+                        "round {round}, entry {k}: clearance {bound} but someone at {nearest}"
+                    );
+                    useful += (bound > 0.5) as usize;
+                }
+            }
+        }
+        assert!(useful > 10_000, "clearances over half a cell: {useful}");
     }
 
     #[test]
