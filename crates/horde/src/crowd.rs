@@ -311,6 +311,8 @@ pub struct Crowd {
     dense_steps: u32,
     /// Steps since the agents were last sorted.
     unsorted_steps: u32,
+    /// While `sorted`: the grid's snapshot holds every position as it is.
+    snapshot_current: bool,
     /// The agents that the last collision pass pushed, and those the next pass searches (see
     /// `collision_pass`); each at most [`few`] long.
     pushed: Vec<u32>,
@@ -801,6 +803,7 @@ impl Crowd {
             clearance_unit: 0.0,
             dense_steps: 0,
             unsorted_steps: 0,
+            snapshot_current: false,
             #[cfg(test)]
             search_everyone: false,
             pushed: Vec::new(),
@@ -987,6 +990,7 @@ impl Crowd {
         fill(&mut scratch, |k| ng.point(k));
         self.positions = scratch;
         self.sorted = true;
+        self.snapshot_current = true;
     }
 
     /// The map grid.
@@ -1177,7 +1181,7 @@ impl Crowd {
                 range
                     .filter(|&i| flags[i] & ALIVE != 0)
                     .fold((0, 0.0f32), |(g, v), i| {
-                        (g.max(group_of[i] as u32 + 1), v.max(max_speeds[i]))
+                        (g.max(group_of[i] as u32 + 1), larger(v, max_speeds[i]))
                     })
             },
             |a, b| (a.0.max(b.0), a.1.max(b.1)),
@@ -1213,6 +1217,8 @@ impl Crowd {
         }
         let track = self.dense_steps == 0;
         self.make_room_for_few();
+        // Everyone is about to move.
+        self.snapshot_current = false;
         // A little more than a walking step (a few agents go a little further, nudged off a
         // neighbour or a wall): see `since` below.
         let calm = fastest * dt * 1.02;
@@ -1349,6 +1355,15 @@ impl Crowd {
     /// while slot k is entry k (`sorted`). The clearances that the last step left in the sort
     /// order's buffer are not read again, so they are left as they are.
     fn refresh_snapshot(&mut self) {
+        if self.snapshot_current {
+            // Nothing moved since: the refresh would change no bits.
+            #[cfg(test)]
+            for (k, &p) in self.positions.iter().enumerate() {
+                assert!(p == self.neighbours.point(k), "agent {k} moved since");
+            }
+            return;
+        }
+        self.snapshot_current = true;
         let mut scratch = std::mem::take(&mut self.neighbours.slots);
         scratch.resize(self.positions.len(), 0);
         self.neighbours.refresh_points::<false>(
@@ -1418,6 +1433,8 @@ impl Crowd {
         if (clear as usize) < self.alive / 8 {
             self.dense_steps = DENSE_STEPS;
         }
+        // (`take_moves` took the step's last moves.)
+        self.snapshot_current = true;
     }
 
     /// Push overlapping agents apart, each by half of every overlap, reading a fresh snapshot.
