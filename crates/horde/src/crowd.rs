@@ -2468,6 +2468,36 @@ mod tests {
         (cost, walkable, target, flow)
     }
 
+    /// `n` random points in a square of side `side` somewhere within `spread` of the origin,
+    /// filed in a neighbour grid (reach 1, radius 0.3), and the points in the grid's order.
+    fn scattered_grid(
+        next: &mut impl FnMut() -> f32,
+        n: usize,
+        side: f32,
+        spread: f32,
+    ) -> (NeighbourGrid, Vec<Vec2>) {
+        let corner = Vec2::new(next() - 0.5, next() - 0.5) * spread;
+        let positions: Vec<Vec2> = (0..n)
+            .map(|_| corner + Vec2::new(next(), next()) * side)
+            .collect();
+        let (flags, radii) = (vec![ALIVE; n], vec![0.3; n]);
+        let mut ng = NeighbourGrid {
+            reach: 1.0,
+            ..NeighbourGrid::default()
+        };
+        ng.rebuild(&positions, &flags, &radii, &vec![AgentState::Moving; n], n);
+        let sorted = (0..n).map(|k| ng.point(k)).collect();
+        (ng, sorted)
+    }
+
+    /// The distance from point `k` to the nearest other point, by brute force.
+    fn nearest_distance(points: &[Vec2], k: usize) -> f32 {
+        (0..points.len())
+            .filter(|&j| j != k)
+            .map(|j| points[k].distance(points[j]))
+            .fold(f32::INFINITY, f32::min)
+    }
+
     fn params(p: Vec2) -> AgentParams {
         AgentParams {
             position: p,
@@ -2581,18 +2611,8 @@ mod tests {
         for round in 0..40 {
             let n = 50 + round * 20;
             let side = 5.0 + next() * 60.0;
-            let corner = Vec2::new(next() - 0.5, next() - 0.5) * 200.0;
-            let mut positions: Vec<Vec2> = (0..n)
-                .map(|_| corner + Vec2::new(next(), next()) * side)
-                .collect();
-            let (flags, radii) = (vec![ALIVE; n], vec![0.3; n]);
-            let mut ng = NeighbourGrid {
-                reach: 1.0,
-                ..NeighbourGrid::default()
-            };
-            ng.rebuild(&positions, &flags, &radii, &vec![AgentState::Moving; n], n);
-            // Sorted order, as after a step's sort; then everyone moves a little, twice.
-            let mut sorted: Vec<Vec2> = (0..n).map(|k| ng.point(k)).collect();
+            let (mut ng, mut sorted) = scattered_grid(&mut next, n, side, 200.0);
+            // Then everyone moves a little, twice.
             let (mut partials, mut clearances) = (Vec::new(), vec![0; n]);
             for _ in 0..=round % 3 {
                 let most = next() * 1.5;
@@ -2601,14 +2621,10 @@ mod tests {
                 }
                 ng.refresh_points::<true>(&sorted, None, &mut clearances, &mut partials);
             }
-            positions.clone_from(&sorted);
             for k in 0..n {
                 let within = 0.2 + next() * 1.5;
-                let clearance = ng.for_each_near::<true>(positions[k], k, within, |_, _, _| {});
-                let nearest = (0..n)
-                    .filter(|&j| j != k)
-                    .map(|j| positions[k].distance(positions[j]))
-                    .fold(f32::INFINITY, f32::min);
+                let clearance = ng.for_each_near::<true>(sorted[k], k, within, |_, _, _| {});
+                let nearest = nearest_distance(&sorted, k);
                 assert!(
                     clearance <= nearest + 1e-4,
                     "round {round}, entry {k}: clearance {clearance} but someone at {nearest}"
@@ -2631,26 +2647,10 @@ mod tests {
         for round in 0..30 {
             let n = 60 + round * 25;
             let side = 8.0 + next() * 40.0;
-            let corner = Vec2::new(next() - 0.5, next() - 0.5) * 100.0;
-            let positions: Vec<Vec2> = (0..n)
-                .map(|_| corner + Vec2::new(next(), next()) * side)
-                .collect();
-            let (flags, radii) = (vec![ALIVE; n], vec![0.3; n]);
-            let mut ng = NeighbourGrid {
-                reach: 1.0,
-                ..NeighbourGrid::default()
-            };
-            ng.rebuild(&positions, &flags, &radii, &vec![AgentState::Moving; n], n);
+            let (mut ng, mut sorted) = scattered_grid(&mut next, n, side, 100.0);
             ng.cap = 3.0;
-            let mut sorted: Vec<Vec2> = (0..n).map(|k| ng.point(k)).collect();
-            let nearest = |at: &[Vec2], k: usize| {
-                (0..n)
-                    .filter(|&j| j != k)
-                    .map(|j| at[k].distance(at[j]))
-                    .fold(f32::INFINITY, f32::min)
-            };
             let mut clearances: Vec<u32> = (0..n)
-                .map(|k| smaller(nearest(&sorted, k), ng.cap).to_bits())
+                .map(|k| smaller(nearest_distance(&sorted, k), ng.cap).to_bits())
                 .collect();
             let mut partials = Vec::new();
             for calm in [0.2, 0.0, 0.3, 0.0] {
@@ -2664,7 +2664,7 @@ mod tests {
                 ng.take_moves::<true>(&sorted, Some(calm), &listed, &mut clearances, &mut partials);
                 for (k, clearance) in clearances.iter().enumerate() {
                     let bound = f32::from_bits(*clearance) - ng.moved;
-                    let nearest = nearest(&sorted, k);
+                    let nearest = nearest_distance(&sorted, k);
                     assert!(
                         bound <= nearest + 1e-4,
                         "round {round}, entry {k}: clearance {bound} but someone at {nearest}"
