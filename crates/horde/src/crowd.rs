@@ -634,17 +634,8 @@ impl NeighbourGrid {
         let work = |(c, (((xs, ys), clear), part)): Piece| {
             let (mut along, mut most) = (0.0f32, 0.0f32);
             let points = xs.iter_mut().zip(ys.iter_mut()).zip(clear.iter_mut());
-            for (p, ((x, y), clear)) in positions[c * CHUNK..].iter().zip(points) {
-                let d = *p - Vec2::new(*x, *y);
-                along = larger(larger(along, d.x.abs()), d.y.abs());
-                if CLEARANCE {
-                    // Rounded up by a few ulps, so that the bounds hold for the distances
-                    // computed later.
-                    let own = d.length() * (1.0 + 1e-6);
-                    most = larger(most, own);
-                    *clear = (f32::from_bits(*clear) - own).to_bits();
-                }
-                (*x, *y) = (p.x, p.y);
+            for (&p, ((x, y), clear)) in positions[c * CHUNK..].iter().zip(points) {
+                take_move::<CLEARANCE>(p, x, y, clear, &mut along, &mut most);
             }
             *part = (along, most);
         };
@@ -669,6 +660,12 @@ impl NeighbourGrid {
         let (along, most) = partials
             .iter()
             .fold((0.0f32, 0.0f32), |a, b| (a.0.max(b.0), a.1.max(b.1)));
+        self.add_moves::<CLEARANCE>(along, most, calm);
+    }
+
+    /// Count moves into the drift (the largest along an axis) and into `moved`: `calm` if
+    /// given, else the largest move (without clearances, the bound that the axes give).
+    fn add_moves<const CLEARANCE: bool>(&mut self, along: f32, most: f32, calm: Option<f32>) {
         self.drift += along;
         // Without clearances nobody reads `moved`; it stays a bound all the same.
         self.moved += match calm {
@@ -696,7 +693,7 @@ impl NeighbourGrid {
                 if calm > 0.0 {
                     self.refresh_points::<true>(positions, Some(calm), clearances, partials);
                 } else {
-                    self.refresh_some::<true>(positions, clearances, listed, true);
+                    self.refresh_some::<true>(positions, clearances, listed, Some(0.0));
                 }
                 for &o in listed {
                     let o = o as usize;
@@ -710,41 +707,34 @@ impl NeighbourGrid {
                 }
             }
             // (Only the listed moved.)
-            Some(0.0) => self.refresh_some::<CLEARANCE>(positions, clearances, listed, false),
+            Some(0.0) => self.refresh_some::<CLEARANCE>(positions, clearances, listed, None),
             _ => self.refresh_points::<CLEARANCE>(positions, None, clearances, partials),
         }
     }
 
     /// [`Self::refresh_points`] when only the agents in `moved` can have moved: the same
     /// snapshot, drift, `moved` and clearances, in O(moved).
-    /// With `local`, the moves do not go into `moved` (see [`Self::take_moves`]).
     fn refresh_some<const CLEARANCE: bool>(
         &mut self,
         positions: &[Vec2],
         clearances: &mut [u32],
         moved: &[u32],
-        local: bool,
+        calm: Option<f32>,
     ) {
         let (mut along, mut most) = (0.0f32, 0.0f32);
         for &k in moved {
             let k = k as usize;
-            let (p, d) = (positions[k], positions[k] - self.point(k));
-            along = larger(larger(along, d.x.abs()), d.y.abs());
-            if CLEARANCE {
-                let own = d.length() * (1.0 + 1e-6);
-                most = larger(most, own);
-                clearances[k] = (f32::from_bits(clearances[k]) - own).to_bits();
-            }
-            (self.xs[k], self.ys[k]) = (p.x, p.y);
+            let (x, y) = (&mut self.xs[k], &mut self.ys[k]);
+            take_move::<CLEARANCE>(
+                positions[k],
+                x,
+                y,
+                &mut clearances[k],
+                &mut along,
+                &mut most,
+            );
         }
-        self.drift += along;
-        self.moved += if local {
-            0.0
-        } else if CLEARANCE {
-            most
-        } else {
-            along * std::f32::consts::SQRT_2 * (1.0 + 1e-6)
-        };
+        self.add_moves::<CLEARANCE>(along, most, calm);
     }
 
     /// Position of a sorted entry.
@@ -1271,7 +1261,7 @@ impl Crowd {
         if let Some(calm) = since {
             // The promise that the collision passes' bookkeeping rests on.
             for k in 0..self.positions.len() {
-                let own = (self.positions[k] - self.neighbours.point(k)).length() * (1.0 + 1e-6);
+                let own = move_bound(self.positions[k] - self.neighbours.point(k));
                 let listed = self.pushed.contains(&(k as u32));
                 assert!(own <= calm || listed, "agent {k} went {own}, past {calm}");
             }
@@ -1655,6 +1645,35 @@ impl Crowd {
             f32::max,
         )
     }
+}
+
+/// How far an agent moved by `d`, rounded up by a few ulps so that the clearance bounds hold
+/// for the distances computed later. The step flags agents by the same number that the
+/// snapshot's refresh takes off their clearances.
+#[inline(always)]
+fn move_bound(d: Vec2) -> f32 {
+    d.length() * (1.0 + 1e-6)
+}
+
+/// Take one agent's move to `p` into its snapshot entry `(x, y)`: the largest move along an
+/// axis and (with `CLEARANCE`) the largest move so far, and the move off its clearance.
+#[inline(always)]
+fn take_move<const CLEARANCE: bool>(
+    p: Vec2,
+    x: &mut f32,
+    y: &mut f32,
+    clear: &mut u32,
+    along: &mut f32,
+    most: &mut f32,
+) {
+    let d = p - Vec2::new(*x, *y);
+    *along = larger(larger(*along, d.x.abs()), d.y.abs());
+    if CLEARANCE {
+        let own = move_bound(d);
+        *most = larger(*most, own);
+        *clear = (f32::from_bits(*clear) - own).to_bits();
+    }
+    (*x, *y) = (p.x, p.y);
 }
 
 /// One agent's share of a collision pass (see [`Crowd::collision_pass`]): the push away from
@@ -2289,8 +2308,7 @@ impl StepContext<'_> {
                 *flags |= STUCK;
             }
         }
-        if self.track_clearances && (pos - p).length() * (1.0 + 1e-6) > self.calm {
-            // As the snapshot's refresh measures the move.
+        if self.track_clearances && move_bound(pos - p) > self.calm {
             *flags |= PUSHED;
         }
         *position = pos;
