@@ -1,14 +1,18 @@
 //! Criterion benchmarks of one crowd step at 10k, 100k and 1M agents on a 1024 x 1024 map, and
-//! at 10k, 100k and 1M agents at one density (maps of 324², 1024² and 3238²).
+//! at 10k, 100k and 1M agents at one density (maps of 324², 1024² and 3238²); and, in one run,
+//! the 100k step against a separation crowd as one would first write it (a hash map of cells)
+//! and against the floor of any flow-field crowd (each agent steps along its cell's arrow).
 //! The `horde sim` command reports the same figure (ms per step) for any map and crowd.
 
+use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use glam::{UVec2, Vec2};
 use horde::crowd::{AgentParams, Crowd, CrowdConfig, Group};
-use horde::{CostField, CostModel, FlowField, IntegrationBuilder};
+use horde::{CostField, CostModel, FlowField, FlowSample, IntegrationBuilder};
+use rayon::prelude::*;
 
 /// Steps timed per copy of the crowd.
 const STEPS: u32 = 4;
@@ -117,5 +121,141 @@ fn crowd_step_same_density(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, crowd_step, crowd_step_same_density);
+/// The floor of any flow-field crowd: each agent reads the arrow of its cell and steps along
+/// it at full speed. No neighbours, no walls, no states; in parallel, as the crowd's step.
+fn flow_following_floor(positions: &mut [Vec2], flow: &FlowField, stride: f32) {
+    positions.par_iter_mut().with_min_len(2048).for_each(|p| {
+        if let FlowSample::Direction(d) = flow.sample_nearest(*p) {
+            *p += d * stride;
+        }
+    });
+}
+
+/// A separation crowd as one would first write it, for comparison: the agents filed in a hash
+/// map of cells of the separation radius, then for each agent (in parallel) the neighbours of
+/// the 3 x 3 cells round it sorted by distance, the six nearest pushing with DetourCrowd's
+/// kernel, blended with the arrow of its cell, and a move refused if it lands in a wall. It
+/// does less than the crowd's step (no acceleration limit, collision passes, sliding, states
+/// or arrival), so it flatters itself.
+struct NaiveCrowd {
+    positions: Vec<Vec2>,
+    next: Vec<Vec2>,
+    cells: HashMap<(i32, i32), Vec<u32>>,
+}
+
+impl NaiveCrowd {
+    fn step(&mut self, flow: &FlowField, cost: &CostField, dt: f32) {
+        const RADIUS: f32 = 1.0;
+        const SPEED: f32 = 4.0;
+        let key = |p: Vec2| ((p.x / RADIUS).floor() as i32, (p.y / RADIUS).floor() as i32);
+        self.cells.values_mut().for_each(Vec::clear);
+        for (i, &p) in self.positions.iter().enumerate() {
+            self.cells.entry(key(p)).or_default().push(i as u32);
+        }
+        let (positions, cells) = (&self.positions, &self.cells);
+        self.next
+            .par_iter_mut()
+            .enumerate()
+            .with_min_len(2048)
+            .for_each(|(i, out)| {
+                let p = positions[i];
+                let (cx, cy) = key(p);
+                let mut near: Vec<(f32, u32)> = Vec::new();
+                for y in cy - 1..=cy + 1 {
+                    for x in cx - 1..=cx + 1 {
+                        for &j in cells.get(&(x, y)).map_or(&[][..], Vec::as_slice) {
+                            let d2 = p.distance_squared(positions[j as usize]);
+                            if j as usize != i && d2 < RADIUS * RADIUS {
+                                near.push((d2, j));
+                            }
+                        }
+                    }
+                }
+                near.sort_by(|a, b| a.partial_cmp(b).unwrap());
+                near.truncate(6);
+                let mut push = Vec2::ZERO;
+                for &(d2, j) in &near {
+                    let away = (p - positions[j as usize]).normalize_or_zero();
+                    push += away * (1.0 - d2 / (RADIUS * RADIUS));
+                }
+                if !near.is_empty() {
+                    push /= near.len() as f32;
+                }
+                let desired = match flow.sample_nearest(p) {
+                    FlowSample::Direction(d) => d,
+                    _ => Vec2::ZERO,
+                };
+                let to = p + (desired + push * 2.0).normalize_or_zero() * SPEED * dt;
+                let open = cost
+                    .grid()
+                    .world_to_cell(to)
+                    .is_some_and(|c| cost.is_walkable(c));
+                *out = if open { to } else { p };
+            });
+        std::mem::swap(&mut self.positions, &mut self.next);
+    }
+}
+
+/// The 100k step of `crowd_step_1024` against the naive crowd and the floor, in one run, from
+/// the same positions: the ratios hold on a noisy machine where the times do not.
+fn crowd_step_vs_peers(c: &mut Criterion) {
+    let cost = horde::maps::scattered_map(1024, 1024, horde::maps::DEMO_SEED).unwrap();
+    let (crowd, flow, goal) = spread_crowd(&cost, 100_000);
+    let groups = [Group { flow: &flow, goal }];
+    let mut group = c.benchmark_group("crowd_step_vs_peers_100k");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(100_000));
+    bench_steps(
+        &mut group,
+        BenchmarkId::from_parameter("horde"),
+        &crowd,
+        &cost,
+        &groups,
+    );
+    let positions = crowd.positions().to_vec();
+    let mut naive = NaiveCrowd {
+        next: positions.clone(),
+        positions: positions.clone(),
+        cells: HashMap::new(),
+    };
+    group.bench_function("naive_hash_map_crowd", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                naive.positions.copy_from_slice(&positions);
+                let started = Instant::now();
+                for _ in 0..STEPS {
+                    naive.step(&flow, &cost, 0.05);
+                }
+                total += started.elapsed() / STEPS;
+                black_box(&naive.positions);
+            }
+            total
+        })
+    });
+    let mut floor = positions.clone();
+    group.bench_function("flow_following_floor", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                floor.copy_from_slice(&positions);
+                let started = Instant::now();
+                for _ in 0..STEPS {
+                    flow_following_floor(&mut floor, &flow, 4.0 * 0.05);
+                }
+                total += started.elapsed() / STEPS;
+                black_box(&floor);
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    crowd_step,
+    crowd_step_same_density,
+    crowd_step_vs_peers
+);
 criterion_main!(benches);
