@@ -298,7 +298,7 @@ pub struct Crowd {
     pile_partials: Vec<(f32, f32)>,
     partial_counts: Vec<u32>,
     partial_reach: Vec<(u32, f32)>,
-    partial_moves: Vec<(f32, f32)>,
+    partial_moves: Vec<(f32, f32, f32)>,
     partial_worst: Vec<f32>,
     partial_stats: Vec<StepStats>,
     /// Slot k is the neighbour grid's entry k (no agent added, removed or moved by hand since
@@ -369,8 +369,10 @@ struct NeighbourGrid {
     reach: f32,
     /// The widest radius of a living agent.
     widest: f32,
-    /// How far any entry may have moved along either axis since the grid was built (a bound,
-    /// summed over the snapshots taken since).
+    /// How far outside its cell any entry of the snapshot may stand, along either axis (the
+    /// cell it was filed in when the grid was built; an edge cell reaches beyond the grid's
+    /// edge). Measured at each refresh of the snapshot, so a crowd that jostles in place keeps
+    /// a small drift however far its members wander to and fro.
     drift: f32,
     /// The same as a distance.
     moved: f32,
@@ -619,25 +621,38 @@ impl NeighbourGrid {
         positions: &[Vec2],
         calm: Option<f32>,
         clearances: &mut [u32],
-        partials: &mut Vec<(f32, f32)>,
+        partials: &mut Vec<(f32, f32, f32)>,
     ) {
         let n = positions.len();
         partials.clear();
-        partials.resize(n.div_ceil(CHUNK), (0.0, 0.0));
+        partials.resize(n.div_ceil(CHUNK), (0.0, 0.0, 0.0));
         type Piece<'p> = (
             usize,
             (
                 ((&'p mut [f32], &'p mut [f32]), &'p mut [u32]),
-                &'p mut (f32, f32),
+                &'p mut (f32, f32, f32),
             ),
         );
+        let (starts, cols) = (&self.starts, self.cols as usize);
+        let (origin, inv_cell, last) = (self.origin, self.inv_cell, self.last);
         let work = |(c, (((xs, ys), clear), part)): Piece| {
-            let (mut along, mut most) = (0.0f32, 0.0f32);
+            let (mut along, mut most, mut out) = (0.0f32, 0.0f32, 0.0f32);
+            // The cells are walked along with the entries, which are in cell order.
+            let first = c * CHUNK;
+            let mut cell = starts.partition_point(|&s| s as usize <= first) - 1;
+            let mut box_ = cell_box(cell, cols, last);
             let points = xs.iter_mut().zip(ys.iter_mut()).zip(clear.iter_mut());
-            for (&p, ((x, y), clear)) in positions[c * CHUNK..].iter().zip(points) {
+            for (e, (&p, ((x, y), clear))) in (first..).zip(positions[first..].iter().zip(points)) {
+                if starts[cell + 1] as usize <= e {
+                    while starts[cell + 1] as usize <= e {
+                        cell += 1;
+                    }
+                    box_ = cell_box(cell, cols, last);
+                }
                 take_move::<CLEARANCE>(p, x, y, clear, &mut along, &mut most);
+                out = larger(out, outside(p, box_, origin, inv_cell));
             }
-            *part = (along, most);
+            *part = (along, most, out);
         };
         let (xs, ys) = (&mut self.xs[..n], &mut self.ys[..n]);
         #[cfg(feature = "parallel")]
@@ -657,16 +672,16 @@ impl NeighbourGrid {
             .zip(partials.iter_mut())
             .enumerate()
             .for_each(work);
-        let (along, most) = partials
-            .iter()
-            .fold((0.0f32, 0.0f32), |a, b| (a.0.max(b.0), a.1.max(b.1)));
+        let (along, most, out) = partials.iter().fold((0.0f32, 0.0f32, 0.0f32), |a, b| {
+            (a.0.max(b.0), a.1.max(b.1), a.2.max(b.2))
+        });
+        self.drift = out * self.cell;
         self.add_moves::<CLEARANCE>(along, most, calm);
     }
 
-    /// Count moves into the drift (the largest along an axis) and into `moved`: `calm` if
-    /// given, else the largest move (without clearances, the bound that the axes give).
+    /// Count moves into `moved`: `calm` if given, else the largest move (without clearances,
+    /// the bound that the largest move along an axis gives).
     fn add_moves<const CLEARANCE: bool>(&mut self, along: f32, most: f32, calm: Option<f32>) {
-        self.drift += along;
         // Without clearances nobody reads `moved`; it stays a bound all the same.
         self.moved += match calm {
             Some(calm) => calm,
@@ -686,7 +701,7 @@ impl NeighbourGrid {
         since: Option<f32>,
         listed: &[u32],
         clearances: &mut [u32],
-        partials: &mut Vec<(f32, f32)>,
+        partials: &mut Vec<(f32, f32, f32)>,
     ) {
         match since {
             Some(calm) if CLEARANCE => {
@@ -721,9 +736,13 @@ impl NeighbourGrid {
         moved: &[u32],
         calm: Option<f32>,
     ) {
-        let (mut along, mut most) = (0.0f32, 0.0f32);
+        let (mut along, mut most, mut out) = (0.0f32, 0.0f32, 0.0f32);
+        let cols = self.cols as usize;
         for &k in moved {
             let k = k as usize;
+            let cell = self.starts.partition_point(|&s| s as usize <= k) - 1;
+            let box_ = cell_box(cell, cols, self.last);
+            out = larger(out, outside(positions[k], box_, self.origin, self.inv_cell));
             let (x, y) = (&mut self.xs[k], &mut self.ys[k]);
             take_move::<CLEARANCE>(
                 positions[k],
@@ -734,6 +753,8 @@ impl NeighbourGrid {
                 &mut most,
             );
         }
+        // Everyone else stands where the last measure found them.
+        self.drift = larger(self.drift, out * self.cell);
         self.add_moves::<CLEARANCE>(along, most, calm);
     }
 
@@ -1674,6 +1695,31 @@ fn take_move<const CLEARANCE: bool>(
         *clear = (f32::from_bits(*clear) - own).to_bits();
     }
     (*x, *y) = (p.x, p.y);
+}
+
+/// Cell `cell`'s sides in grid units (x from, x to, y from, y to), open beyond the grid's edges,
+/// where the edge cells take in whoever strays past them.
+#[inline(always)]
+fn cell_box(cell: usize, cols: usize, last: Vec2) -> [f32; 4] {
+    let (x, y) = ((cell % cols) as f32, (cell / cols) as f32);
+    let inf = f32::INFINITY;
+    [
+        if x > 0.0 { x } else { -inf },
+        if x < last.x { x + 1.0 } else { inf },
+        if y > 0.0 { y } else { -inf },
+        if y < last.y { y + 1.0 } else { inf },
+    ]
+}
+
+/// How far, in cells along either axis, `p` stands outside a cell's box (0 inside), computed
+/// from the same grid position that files it.
+#[inline(always)]
+fn outside(p: Vec2, [x0, x1, y0, y1]: [f32; 4], origin: Vec2, inv_cell: f32) -> f32 {
+    let g = (p - origin) * inv_cell;
+    larger(
+        larger(larger(x0 - g.x, g.x - x1), larger(y0 - g.y, g.y - y1)),
+        0.0,
+    )
 }
 
 /// One agent's share of a collision pass (see [`Crowd::collision_pass`]): the push away from
@@ -2740,6 +2786,61 @@ mod tests {
                 "after {steps} steps: {got} vs {want}"
             );
             assert!(want > 0.0, "the crowd overlaps somewhere");
+        }
+    }
+
+    #[test]
+    fn searches_find_everyone_in_reach_after_moves_without_a_resort() {
+        // Points wander off the cells they were filed in, some far, and are taken into the
+        // snapshot by full and by listed refreshes; every search must still find exactly the
+        // points in reach, and its clearance must stay a lower bound.
+        let mut next = uniform(0x2545_f491_4f6c_dd1du64);
+        for round in 0..6 {
+            let n = [300, 1200][round % 2];
+            let (mut ng, mut points) = scattered_grid(&mut next, n, 25.0, 200.0);
+            let (mut clearances, mut partials) = (vec![0u32; n], Vec::new());
+            for refresh in 0..8 {
+                let listed: Vec<u32> = if refresh % 3 == 2 {
+                    (0..n as u32).filter(|_| next() < 0.05).collect()
+                } else {
+                    (0..n as u32).collect()
+                };
+                for &k in &listed {
+                    let far = if next() < 0.05 { 3.0 } else { 0.6 };
+                    points[k as usize] += (Vec2::new(next(), next()) - 0.5) * 2.0 * far;
+                }
+                if listed.len() == n {
+                    ng.refresh_points::<false>(&points, None, &mut clearances, &mut partials);
+                } else {
+                    ng.refresh_some::<false>(&points, &mut clearances, &listed, None);
+                }
+                for (e, &p) in points.iter().enumerate() {
+                    let cell = ng.starts.partition_point(|&s| s as usize <= e) - 1;
+                    let off = outside(
+                        p,
+                        cell_box(cell, ng.cols as usize, ng.last),
+                        ng.origin,
+                        ng.inv_cell,
+                    );
+                    assert!(off * ng.cell <= ng.drift, "entry {e} is {off} cells out");
+                }
+                for k in (0..n).step_by(7) {
+                    for within in [0.5f32, 1.0, 2.5] {
+                        let mut found = Vec::new();
+                        let clearance =
+                            ng.for_each_near::<true>(points[k], k, within, |j, _, _| found.push(j));
+                        found.sort_unstable();
+                        let want: Vec<usize> = (0..n)
+                            .filter(|&j| {
+                                j != k && (points[k] - points[j]).length_squared() < within * within
+                            })
+                            .collect();
+                        assert_eq!(found, want, "round {round}, refresh {refresh}, point {k}");
+                        let nearest = nearest_distance(&points, k);
+                        assert!(clearance <= nearest + 1e-4, "{clearance} > {nearest}");
+                    }
+                }
+            }
         }
     }
 
