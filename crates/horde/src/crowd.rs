@@ -608,8 +608,8 @@ impl NeighbourGrid {
         self.ys.extend_from_slice(&[f32::INFINITY; LANES]);
     }
 
-    /// Take new positions into the snapshot without re-sorting, add how far they moved to the
-    /// drift that searches allow for, and take how far each agent moved off its clearance (see
+    /// Take new positions into the snapshot without re-sorting, measure the drift that searches
+    /// allow for, and take how far each agent moved off its clearance (see
     /// [`Crowd::collision_pass`]). Only while slot `k` is entry `k` (the agents were sorted
     /// with this grid). One pass over the agents, in parallel pieces. Without `CLEARANCE` the
     /// clearances are left alone.
@@ -639,7 +639,7 @@ impl NeighbourGrid {
             let (mut along, mut most, mut out) = (0.0f32, 0.0f32, 0.0f32);
             // The cells are walked along with the entries, which are in cell order.
             let first = c * CHUNK;
-            let mut cell = starts.partition_point(|&s| s as usize <= first) - 1;
+            let mut cell = filed_cell(starts, first);
             let mut box_ = cell_box(cell, cols, last);
             let points = xs.iter_mut().zip(ys.iter_mut()).zip(clear.iter_mut());
             for (e, (&p, ((x, y), clear))) in (first..).zip(positions[first..].iter().zip(points)) {
@@ -737,12 +737,9 @@ impl NeighbourGrid {
         calm: Option<f32>,
     ) {
         let (mut along, mut most, mut out) = (0.0f32, 0.0f32, 0.0f32);
-        let cols = self.cols as usize;
         for &k in moved {
             let k = k as usize;
-            let cell = self.starts.partition_point(|&s| s as usize <= k) - 1;
-            let box_ = cell_box(cell, cols, self.last);
-            out = larger(out, outside(positions[k], box_, self.origin, self.inv_cell));
+            out = larger(out, self.outside_filed_cell(k, positions[k]));
             let (x, y) = (&mut self.xs[k], &mut self.ys[k]);
             take_move::<CLEARANCE>(
                 positions[k],
@@ -756,6 +753,13 @@ impl NeighbourGrid {
         // Everyone else stands where the last measure found them.
         self.drift = larger(self.drift, out * self.cell);
         self.add_moves::<CLEARANCE>(along, most, calm);
+    }
+
+    /// How far `p` stands outside the cell that entry `e` was filed in, in cells along either
+    /// axis (see `drift`). O(log cells).
+    fn outside_filed_cell(&self, e: usize, p: Vec2) -> f32 {
+        let cell = cell_box(filed_cell(&self.starts, e), self.cols as usize, self.last);
+        outside(p, cell, self.origin, self.inv_cell)
     }
 
     /// Position of a sorted entry.
@@ -1695,6 +1699,11 @@ fn take_move<const CLEARANCE: bool>(
         *clear = (f32::from_bits(*clear) - own).to_bits();
     }
     (*x, *y) = (p.x, p.y);
+}
+
+/// The cell whose entries `starts[c]..starts[c + 1]` hold entry `e`.
+fn filed_cell(starts: &[u32], e: usize) -> usize {
+    starts.partition_point(|&s| s as usize <= e) - 1
 }
 
 /// Cell `cell`'s sides in grid units (x from, x to, y from, y to), open beyond the grid's edges,
@@ -2815,13 +2824,7 @@ mod tests {
                     ng.refresh_some::<false>(&points, &mut clearances, &listed, None);
                 }
                 for (e, &p) in points.iter().enumerate() {
-                    let cell = ng.starts.partition_point(|&s| s as usize <= e) - 1;
-                    let off = outside(
-                        p,
-                        cell_box(cell, ng.cols as usize, ng.last),
-                        ng.origin,
-                        ng.inv_cell,
-                    );
+                    let off = ng.outside_filed_cell(e, p);
                     assert!(off * ng.cell <= ng.drift, "entry {e} is {off} cells out");
                 }
                 for k in (0..n).step_by(7) {
