@@ -467,8 +467,8 @@ impl NeighbourGrid {
             return nearest2.sqrt();
         }
         // Every entry outside the searched cells was filed outside them (none is filed beyond
-        // the grid's edges, whatever it did since) and has moved at most `drift` along each
-        // axis since.
+        // the grid's edges, whatever it did since) and stands at most `drift` outside its cell
+        // along either axis.
         let g = (p - self.origin) * self.inv_cell;
         let mut side = f32::INFINITY;
         if x0 > 0 {
@@ -728,7 +728,8 @@ impl NeighbourGrid {
     }
 
     /// [`Self::refresh_points`] when only the agents in `moved` can have moved: the same
-    /// snapshot, drift, `moved` and clearances, in O(moved).
+    /// snapshot, `moved` and clearances, and a drift at least the measured one (it is only
+    /// raised), in O(moved log cells).
     fn refresh_some<const CLEARANCE: bool>(
         &mut self,
         positions: &[Vec2],
@@ -1213,8 +1214,8 @@ impl Crowd {
         }
         if self.sorted {
             // Bring the snapshot up to the positions the step starts from, so that the drift
-            // (and the choice below) counts every move since the sort, whichever way the last
-            // step went.
+            // (and the choice below) measures where everyone stands, whichever way the last step
+            // went.
             self.refresh_snapshot();
         }
         let ng = &self.neighbours;
