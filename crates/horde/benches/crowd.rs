@@ -12,13 +12,19 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use glam::{UVec2, Vec2};
 use horde::crowd::{AgentParams, Crowd, CrowdConfig, Group};
 use horde::{CostField, CostModel, FlowField, FlowSample, IntegrationBuilder};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
 /// Steps timed per copy of the crowd.
 const STEPS: u32 = 4;
 
-/// A crowd of `n` agents spread over the walkable cells of `cost` by a fixed stride (more agents
-/// than cells share cells), heading for the walkable cell nearest the middle, after five steps.
+/// A crowd of `n` agents at random walkable cells (a seeded shuffle, distinct cells while there
+/// are enough, each a little off its centre, as `horde sim` spawns them), heading for the
+/// walkable cell nearest the middle, after five steps. Random cells look alike at every crowd
+/// size and map size, so the groups compare like with like (a fixed stride through the cells
+/// lays a lattice whose spacing depends on the map's width).
 fn spread_crowd(cost: &CostField, n: usize) -> (Crowd, FlowField, Vec2) {
     let (w, h) = (cost.grid().width(), cost.grid().height());
     let goal = (0..cost.grid().len())
@@ -30,18 +36,19 @@ fn spread_crowd(cost: &CostField, n: usize) -> (Crowd, FlowField, Vec2) {
     b.build(cost, &[goal], CostModel::TenFourteen).unwrap();
     let mut flow = FlowField::new(*cost.grid());
     b.flow_into(&mut flow).unwrap();
-    let walkable: Vec<UVec2> = (0..cost.grid().len())
+    let mut walkable: Vec<UVec2> = (0..cost.grid().len())
         .map(|i| cost.grid().cell(i))
         .filter(|&p| cost.is_walkable(p))
         .collect();
     let goal = cost.grid().cell_center(goal);
     let mut crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+    let mut rng = Pcg64::seed_from_u64(1);
     for k in 0..n {
-        let cell = walkable[(k * 7919) % walkable.len()];
-        let jitter = Vec2::new(
-            ((k % 5) as f32 - 2.0) * 0.1,
-            ((k / 5 % 5) as f32 - 2.0) * 0.1,
-        );
+        if k % walkable.len() == 0 {
+            walkable.shuffle(&mut rng);
+        }
+        let cell = walkable[k % walkable.len()];
+        let jitter = Vec2::new(rng.random_range(-0.15..0.15), rng.random_range(-0.15..0.15));
         let params = AgentParams {
             position: cost.grid().cell_center(cell) + jitter,
             radius: 0.35,
