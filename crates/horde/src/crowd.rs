@@ -470,19 +470,7 @@ impl NeighbourGrid {
         // the grid's edges, whatever it did since) and stands at most `drift` outside its cell
         // along either axis.
         let g = (p - self.origin) * self.inv_cell;
-        let mut side = f32::INFINITY;
-        if x0 > 0 {
-            side = smaller(side, g.x - x0 as i32 as f32);
-        }
-        if x1 + 1 < self.cols {
-            side = smaller(side, (x1 + 1) as i32 as f32 - g.x);
-        }
-        if y0 > 0 {
-            side = smaller(side, g.y - y0 as i32 as f32);
-        }
-        if y1 + 1 < self.rows {
-            side = smaller(side, (y1 + 1) as i32 as f32 - g.y);
-        }
+        let side = side_room(g, [x0, y0, x1, y1], self.cols, self.rows);
         smaller(nearest2.sqrt(), side * self.cell - self.drift)
     }
 
@@ -1813,6 +1801,55 @@ fn cells_of_scalar(a: Vec2, b: Vec2, origin: Vec2, inv_cell: f32, last: Vec2) ->
     [ax, ay, bx, by]
 }
 
+/// How far (in cells) grid position `g` lies inside the block of cells `[x0, y0, x1, y1]`
+/// from its nearest side that is not the grid's edge (infinite if every side is), for the
+/// clearance bound of [`NeighbourGrid::for_each_near`]. Which side is nearest is anyone's
+/// guess, so it is taken without branches.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline(always)]
+fn side_room(g: Vec2, [x0, y0, x1, y1]: [u32; 4], cols: u32, rows: u32) -> f32 {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is enabled at compile time (the cfg above); no memory is touched.
+    // `side_room_agrees_with_the_scalar_room` covers this against `side_room_scalar`.
+    unsafe {
+        let sides = _mm_setr_epi32(x0 as i32, y0 as i32, (x1 + 1) as i32, (y1 + 1) as i32);
+        let edges = _mm_setr_epi32(0, 0, cols as i32, rows as i32);
+        let open = _mm_castsi128_ps(_mm_cmpeq_epi32(sides, edges));
+        let (at, s) = (_mm_setr_ps(g.x, g.y, g.x, g.y), _mm_cvtepi32_ps(sides));
+        // From the low sides up to `g`, from `g` up to the high sides.
+        let room = _mm_shuffle_ps::<0b11_10_01_00>(_mm_sub_ps(at, s), _mm_sub_ps(s, at));
+        let inf = _mm_set1_ps(f32::INFINITY);
+        let room = _mm_or_ps(_mm_andnot_ps(open, room), _mm_and_ps(open, inf));
+        let m = _mm_min_ps(room, _mm_movehl_ps(room, room));
+        _mm_cvtss_f32(_mm_min_ss(m, _mm_shuffle_ps::<1>(m, m)))
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+#[inline(always)]
+fn side_room(g: Vec2, cells: [u32; 4], cols: u32, rows: u32) -> f32 {
+    side_room_scalar(g, cells, cols, rows)
+}
+
+/// [`side_room`] one side at a time.
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
+fn side_room_scalar(g: Vec2, [x0, y0, x1, y1]: [u32; 4], cols: u32, rows: u32) -> f32 {
+    let mut side = f32::INFINITY;
+    if x0 > 0 {
+        side = smaller(side, g.x - x0 as i32 as f32);
+    }
+    if x1 + 1 < cols {
+        side = smaller(side, (x1 + 1) as i32 as f32 - g.x);
+    }
+    if y0 > 0 {
+        side = smaller(side, g.y - y0 as i32 as f32);
+    }
+    if y1 + 1 < rows {
+        side = smaller(side, (y1 + 1) as i32 as f32 - g.y);
+    }
+    side
+}
+
 /// The neighbour-grid cell index of a position.
 #[inline(always)]
 fn cell_index(p: Vec2, origin: Vec2, inv_cell: f32, cols: u32, last: Vec2) -> u32 {
@@ -2234,7 +2271,7 @@ impl StepContext<'_> {
         // Where the field says to go.
         let sample = match cfg.sampling {
             Sampling::Nearest => grp.flow.sample_nearest(p),
-            Sampling::Bilinear => grp.flow.sample_bilinear(p),
+            Sampling::Bilinear => grp.flow.bilinear(p),
         };
         let mut state = AgentState::Moving;
         let mut desired = match sample {
@@ -2869,6 +2906,33 @@ mod tests {
                 cells_of(a, b, origin, inv_cell, last),
                 cells_of_scalar(a, b, origin, inv_cell, last),
                 "round {round}: {a} {b} in {cols}x{rows} from {origin} by {inv_cell}"
+            );
+        }
+    }
+
+    #[test]
+    fn side_room_agrees_with_the_scalar_room() {
+        let mut next = uniform(0x51de_4007_e0f1_u64);
+        for round in 0..20_000 {
+            let (cols, rows) = (1 + (next() * 300.0) as u32, 1 + (next() * 300.0) as u32);
+            let (x0, y0) = ((next() * cols as f32) as u32, (next() * rows as f32) as u32);
+            let x1 = (x0 + (next() * 3.0) as u32).min(cols - 1);
+            let y1 = (y0 + (next() * 3.0) as u32).min(rows - 1);
+            // Inside the block, on its sides and off them.
+            let g = match round % 3 {
+                0 => Vec2::new(x0 as f32, y0 as f32) + Vec2::new(next(), next()) * 4.0,
+                1 => Vec2::new(x0 as f32, (y1 + 1) as f32),
+                _ => Vec2::new(next() * cols as f32, next() * rows as f32),
+            };
+            let cells = [x0, y0, x1, y1];
+            let (fast, scalar) = (
+                side_room(g, cells, cols, rows),
+                side_room_scalar(g, cells, cols, rows),
+            );
+            assert_eq!(
+                fast.to_bits(),
+                scalar.to_bits(),
+                "round {round}: {g} in {cells:?} of {cols}x{rows}: {fast} against {scalar}"
             );
         }
     }
