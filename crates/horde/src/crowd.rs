@@ -898,7 +898,24 @@ impl Crowd {
         })
     }
 
-    /// Remove an agent; its handle becomes stale. O(1) (its slot is reclaimed at the next step).
+    /// Remove an agent; its handle becomes stale, and its id may be handed out again with a new
+    /// generation. O(1) (its slot is reclaimed at the next step).
+    ///
+    /// ```
+    /// use glam::Vec2;
+    /// use horde::crowd::{AgentParams, Crowd, CrowdConfig, CrowdError};
+    /// let cost = horde::CostField::new(horde::Grid::new(8, 8).unwrap());
+    /// let mut crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+    /// let params = AgentParams { position: Vec2::new(2.5, 2.5), radius: 0.4, max_speed: 3.0, group: 0 };
+    /// let a = crowd.add_agent(&cost, params).unwrap();
+    /// crowd.remove_agent(a).unwrap();
+    /// assert!(crowd.is_empty());
+    /// assert!(matches!(crowd.position(a), Err(CrowdError::StaleHandle { .. })));
+    /// // The id comes back under a new generation: the old handle stays stale.
+    /// let b = crowd.add_agent(&cost, params).unwrap();
+    /// assert_eq!(b.id(), a.id());
+    /// assert!(crowd.remove_agent(a).is_err() && crowd.position(b).is_ok());
+    /// ```
     pub fn remove_agent(&mut self, handle: AgentHandle) -> Result<(), CrowdError> {
         let i = self.slot(handle)?;
         self.flags[i] = 0;
@@ -1001,23 +1018,64 @@ impl Crowd {
     pub fn grid(&self) -> &Grid {
         &self.grid
     }
-    /// Position of an agent.
+    /// Position of an agent. O(1), as are [`Self::velocity`], [`Self::state`],
+    /// [`Self::is_stuck`] and [`Self::radius`]; each refuses a stale handle.
     pub fn position(&self, h: AgentHandle) -> Result<Vec2, CrowdError> {
         Ok(self.positions[self.slot(h)?])
     }
-    /// Velocity of an agent.
+    /// Velocity of an agent. O(1).
     pub fn velocity(&self, h: AgentHandle) -> Result<Vec2, CrowdError> {
         Ok(self.velocities[self.slot(h)?])
     }
-    /// State of an agent.
+    /// State of an agent, as the last step left it. O(1).
+    ///
+    /// ```
+    /// use glam::{UVec2, Vec2};
+    /// use horde::crowd::{AgentParams, AgentState, Crowd, CrowdConfig, Group};
+    /// use horde::{CostField, CostModel, FlowField, Grid, IntegrationBuilder, WALL};
+    /// // A wall cuts the map in two: the agent east of it has no way to the goal.
+    /// let mut cost = CostField::new(Grid::new(10, 5).unwrap());
+    /// cost.fill_rect(UVec2::new(5, 0), UVec2::new(5, 4), WALL).unwrap();
+    /// let mut b = IntegrationBuilder::new();
+    /// b.build(&cost, &[UVec2::new(1, 2)], CostModel::TenFourteen).unwrap();
+    /// let mut flow = FlowField::new(*cost.grid());
+    /// b.flow_into(&mut flow).unwrap();
+    /// let mut crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+    /// let params = AgentParams { position: Vec2::new(8.5, 2.5), radius: 0.4, max_speed: 3.0, group: 0 };
+    /// let a = crowd.add_agent(&cost, params).unwrap();
+    /// assert_eq!(crowd.state(a).unwrap(), AgentState::Moving);
+    /// let groups = [Group { flow: &flow, goal: Vec2::new(1.5, 2.5) }];
+    /// crowd.step(0.05, &cost, &groups).unwrap();
+    /// assert_eq!(crowd.state(a).unwrap(), AgentState::NoPath);
+    /// assert_eq!(crowd.position(a).unwrap(), Vec2::new(8.5, 2.5));
+    /// ```
     pub fn state(&self, h: AgentHandle) -> Result<AgentState, CrowdError> {
         Ok(self.states[self.slot(h)?])
     }
-    /// True if the agent is flagged stuck.
+    /// True if the agent is flagged stuck (see [`CrowdConfig::stuck_time`]). O(1).
     pub fn is_stuck(&self, h: AgentHandle) -> Result<bool, CrowdError> {
         Ok(self.flags[self.slot(h)?] & STUCK != 0)
     }
-    /// Teleport an agent (knock-back, spawning): it reads the arrow where it lands.
+    /// Teleport an agent (knock-back, spawning): it reads the arrow where it lands. A position
+    /// in a wall cell is moved to the nearest walkable cell, as [`Self::add_agent`] does; NaN or
+    /// infinite positions are refused and change nothing. O(1), or O(cells searched) when it
+    /// has to be moved.
+    ///
+    /// ```
+    /// use glam::{UVec2, Vec2};
+    /// use horde::crowd::{AgentParams, Crowd, CrowdConfig};
+    /// use horde::{CostField, Grid, WALL};
+    /// let mut cost = CostField::new(Grid::new(8, 8).unwrap());
+    /// cost.set(UVec2::new(5, 5), WALL).unwrap();
+    /// let mut crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+    /// let params = AgentParams { position: Vec2::new(1.5, 1.5), radius: 0.4, max_speed: 3.0, group: 0 };
+    /// let a = crowd.add_agent(&cost, params).unwrap();
+    /// crowd.set_position(&cost, a, Vec2::new(5.5, 5.5)).unwrap();
+    /// let landed = crowd.position(a).unwrap();
+    /// assert!(cost.is_walkable(crowd.grid().world_to_cell(landed).unwrap()));
+    /// assert!(crowd.set_position(&cost, a, Vec2::new(f32::INFINITY, 1.0)).is_err());
+    /// assert_eq!(crowd.position(a).unwrap(), landed);
+    /// ```
     pub fn set_position(
         &mut self,
         cost: &CostField,
@@ -1034,7 +1092,21 @@ impl Crowd {
         self.timers[i] = 0.0;
         Ok(())
     }
-    /// Send an agent to another group (goal); it starts moving again.
+    /// Send an agent to another group (goal); it starts moving again, and its stuck flag is
+    /// cleared. The group is checked against the groups the next [`Self::step`] is given. O(1).
+    ///
+    /// ```
+    /// use glam::Vec2;
+    /// use horde::crowd::{AgentParams, Crowd, CrowdConfig, CrowdError, Group};
+    /// let cost = horde::CostField::new(horde::Grid::new(8, 8).unwrap());
+    /// let flow = horde::FlowField::new(*cost.grid());
+    /// let mut crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+    /// let params = AgentParams { position: Vec2::new(2.5, 2.5), radius: 0.4, max_speed: 3.0, group: 0 };
+    /// let a = crowd.add_agent(&cost, params).unwrap();
+    /// crowd.set_group(a, 1).unwrap();
+    /// let one = [Group { flow: &flow, goal: Vec2::new(6.5, 6.5) }];
+    /// assert!(matches!(crowd.step(0.05, &cost, &one), Err(CrowdError::NoSuchGroup { group: 1, .. })));
+    /// ```
     pub fn set_group(&mut self, h: AgentHandle, group: u16) -> Result<(), CrowdError> {
         let i = self.slot(h)?;
         self.groups[i] = group;
@@ -1044,7 +1116,21 @@ impl Crowd {
         Ok(())
     }
 
-    /// Set an agent's velocity (it is clamped to the top speed at the next step).
+    /// Set an agent's velocity (a knock-back; it is clamped to the top speed, and the
+    /// acceleration limit brings it round, over the next steps). NaN or infinite velocities are
+    /// refused and change nothing. O(1).
+    ///
+    /// ```
+    /// use glam::Vec2;
+    /// use horde::crowd::{AgentParams, Crowd, CrowdConfig};
+    /// let cost = horde::CostField::new(horde::Grid::new(8, 8).unwrap());
+    /// let mut crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+    /// let params = AgentParams { position: Vec2::new(2.5, 2.5), radius: 0.4, max_speed: 3.0, group: 0 };
+    /// let a = crowd.add_agent(&cost, params).unwrap();
+    /// crowd.set_velocity(a, Vec2::new(1.0, 0.0)).unwrap();
+    /// assert!(crowd.set_velocity(a, Vec2::new(f32::NAN, 0.0)).is_err());
+    /// assert_eq!(crowd.velocity(a).unwrap(), Vec2::new(1.0, 0.0));
+    /// ```
     pub fn set_velocity(&mut self, h: AgentHandle, v: Vec2) -> Result<(), CrowdError> {
         let i = self.slot(h)?;
         finite_vec("velocity", v)?;
@@ -1052,13 +1138,28 @@ impl Crowd {
         Ok(())
     }
 
-    /// Radius of an agent.
+    /// Radius of an agent. O(1).
     pub fn radius(&self, h: AgentHandle) -> Result<f32, CrowdError> {
         Ok(self.radii[self.slot(h)?])
     }
     /// Handles of the living agents, in slot order: the order of [`Crowd::positions`],
     /// [`Crowd::radii`] and [`Crowd::states`], which may change at any step (agents are kept
-    /// sorted by position).
+    /// sorted by position). O(slots).
+    ///
+    /// ```
+    /// use glam::Vec2;
+    /// use horde::crowd::{AgentParams, Crowd, CrowdConfig};
+    /// let cost = horde::CostField::new(horde::Grid::new(8, 8).unwrap());
+    /// let mut crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+    /// for x in [1.5, 3.5, 5.5] {
+    ///     let params = AgentParams { position: Vec2::new(x, 2.5), radius: 0.4, max_speed: 3.0, group: 0 };
+    ///     crowd.add_agent(&cost, params).unwrap();
+    /// }
+    /// // Draw every agent: a handle and the position in the same slot go together.
+    /// for (h, &p) in crowd.handles().zip(crowd.positions()) {
+    ///     assert_eq!(crowd.position(h).unwrap(), p);
+    /// }
+    /// ```
     pub fn handles(&self) -> impl Iterator<Item = AgentHandle> + '_ {
         (0..self.flags.len())
             .filter(|&i| self.flags[i] & ALIVE != 0)
@@ -1082,7 +1183,10 @@ impl Crowd {
     pub fn states(&self) -> &[AgentState] {
         &self.states
     }
-    /// Handles of the agents flagged stuck.
+    /// Handles of the agents flagged stuck: moving, but no nearer their goal by
+    /// [`CrowdConfig::stuck_distance`] for [`CrowdConfig::stuck_time`] (a blocked corridor, a
+    /// field gone stale). The game decides what to do with them (a new goal, a path by A*).
+    /// O(slots).
     pub fn stuck_agents(&self) -> impl Iterator<Item = AgentHandle> + '_ {
         self.handles()
             .filter(|&h| self.slot(h).is_ok_and(|i| self.flags[i] & STUCK != 0))
