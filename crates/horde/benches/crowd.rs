@@ -1,5 +1,6 @@
 //! Criterion benchmarks of one crowd step at 10k, 100k and 1M agents on a 1024 x 1024 map, and
-//! at 10k, 100k and 1M agents at one density (maps of 324², 1024² and 3238²); and, in one run,
+//! at 10k, 100k and 1M agents at one density (maps of 324², 1024² and 3238²); at 100k once the
+//! crowd walks in lanes (150 steps on); and, in one run,
 //! the 100k step against a separation crowd as one would first write it (a hash map of cells)
 //! and against the floor of any flow-field crowd (each agent steps along its cell's arrow).
 //! The `horde sim` command reports the same figure (ms per step) for any map and crowd.
@@ -22,10 +23,10 @@ const STEPS: u32 = 4;
 
 /// A crowd of `n` agents at random walkable cells (a seeded shuffle, distinct cells while there
 /// are enough, each a little off its centre, as `horde sim` spawns them), heading for the
-/// walkable cell nearest the middle, after five steps. Random cells look alike at every crowd
+/// walkable cell nearest the middle, after `warm` steps. Random cells look alike at every crowd
 /// size and map size, so the groups compare like with like (a fixed stride through the cells
 /// lays a lattice whose spacing depends on the map's width).
-fn spread_crowd(cost: &CostField, n: usize) -> (Crowd, FlowField, Vec2) {
+fn spread_crowd(cost: &CostField, n: usize, warm: usize) -> (Crowd, FlowField, Vec2) {
     let (w, h) = (cost.grid().width(), cost.grid().height());
     let goal = (0..cost.grid().len())
         .map(|i| cost.grid().cell(i))
@@ -57,7 +58,7 @@ fn spread_crowd(cost: &CostField, n: usize) -> (Crowd, FlowField, Vec2) {
         };
         crowd.add_agent(cost, params).unwrap();
     }
-    for _ in 0..5 {
+    for _ in 0..warm {
         let groups = [Group { flow: &flow, goal }];
         crowd.step(0.05, cost, &groups).unwrap();
     }
@@ -97,7 +98,7 @@ fn crowd_step(c: &mut Criterion) {
     let mut group = c.benchmark_group("crowd_step_1024");
     group.sample_size(10);
     for n in [10_000usize, 100_000, 1_000_000] {
-        let (crowd, flow, goal) = spread_crowd(&cost, n);
+        let (crowd, flow, goal) = spread_crowd(&cost, n, 5);
         group.throughput(Throughput::Elements(n as u64));
         let groups = [Group { flow: &flow, goal }];
         bench_steps(
@@ -119,12 +120,27 @@ fn crowd_step_same_density(c: &mut Criterion) {
     group.sample_size(10);
     for (n, side) in [(10_000usize, 324u32), (100_000, 1024), (1_000_000, 3238)] {
         let cost = horde::maps::scattered_map(side, side, horde::maps::DEMO_SEED).unwrap();
-        let (crowd, flow, goal) = spread_crowd(&cost, n);
+        let (crowd, flow, goal) = spread_crowd(&cost, n, 5);
         group.throughput(Throughput::Elements(n as u64));
         let groups = [Group { flow: &flow, goal }];
         let id = BenchmarkId::new(format!("{side}x{side}"), n);
         bench_steps(&mut group, id, &crowd, &cost, &groups);
     }
+    group.finish();
+}
+
+/// The 100,000 of `crowd_step_1024` seven and a half seconds later, walking in lanes: most
+/// touch the agent ahead, so this is the steady state of a crowd sent to one flag (and most
+/// of what `horde sim` averages over), where the first groups time a crowd still spread out.
+fn crowd_step_lanes(c: &mut Criterion) {
+    let cost = horde::maps::scattered_map(1024, 1024, horde::maps::DEMO_SEED).unwrap();
+    let (crowd, flow, goal) = spread_crowd(&cost, 100_000, 150);
+    let groups = [Group { flow: &flow, goal }];
+    let mut group = c.benchmark_group("crowd_step_lanes_100k");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(100_000));
+    let id = BenchmarkId::from_parameter("after_150_steps");
+    bench_steps(&mut group, id, &crowd, &cost, &groups);
     group.finish();
 }
 
@@ -207,7 +223,7 @@ impl NaiveCrowd {
 /// the same positions: the ratios hold on a noisy machine where the times do not.
 fn crowd_step_vs_peers(c: &mut Criterion) {
     let cost = horde::maps::scattered_map(1024, 1024, horde::maps::DEMO_SEED).unwrap();
-    let (crowd, flow, goal) = spread_crowd(&cost, 100_000);
+    let (crowd, flow, goal) = spread_crowd(&cost, 100_000, 5);
     let groups = [Group { flow: &flow, goal }];
     let mut group = c.benchmark_group("crowd_step_vs_peers_100k");
     group.sample_size(10);
@@ -263,6 +279,7 @@ criterion_group!(
     benches,
     crowd_step,
     crowd_step_same_density,
+    crowd_step_lanes,
     crowd_step_vs_peers
 );
 criterion_main!(benches);
