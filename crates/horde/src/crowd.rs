@@ -259,13 +259,15 @@ pub struct StepStats {
 /// costs far less per agent than a packed one. (In a dense crowd the clearances are not worth
 /// their cost, and a step goes without them for a while.)
 ///
-/// Memory per agent: at most 63.2 bytes, the neighbour grid included. Agent arrays 40 (position
+/// Memory per agent: at most 63.3 bytes, the neighbour grid included. Agent arrays 40 (position
 /// 8, velocity 8, radius 4, top speed 4, group 2, state 1, flags 1, stuck reference distance 4
 /// and timer 4, id 4); id table 8 (slot 4, generation 4); neighbour grid 13 (sort order 4,
 /// position snapshot 8, state snapshot 1) plus its cell starts, 4 bytes per cell and at most one
 /// cell per two agents (2 bytes per agent; cells never get smaller than the separation radius);
 /// the lists of agents pushed and marked by the collision passes, 4 bytes each for at most one
-/// agent in 64 (0.125 bytes per agent, or 512 bytes for crowds under 4096). Sorting borrows the old positions' buffer as scratch, and the clearances live in the sort
+/// agent in 64 (0.125 bytes per agent, or 512 bytes for crowds under 4096), and the marks of a
+/// dense crowd's collision pass, a bit per agent (0.125 bytes). Sorting borrows the old
+/// positions' buffer as scratch, and the clearances live in the sort
 /// order's buffer during a step and in six bits of the flags between steps, so neither adds
 /// anything. Nothing is allocated per step once the arrays have grown.
 #[derive(Debug, Clone)]
@@ -317,9 +319,15 @@ pub struct Crowd {
     /// `collision_pass`); each at most [`few`] long.
     pushed: Vec<u32>,
     marked: Vec<u32>,
+    /// One bit per slot: the agents a collision pass after one that pushed too many to list
+    /// searches (see `marked_pass`).
+    marks: MarkBits,
     /// Collision passes that searched only the marked agents (for the tests).
     #[cfg(test)]
     sparse_passes: u32,
+    /// Collision passes that searched only the agents in `marks` (for the tests).
+    #[cfg(test)]
+    marked_passes: u32,
     /// Tests turn skipping searches off, to check that it changes nothing.
     #[cfg(test)]
     search_everyone: bool,
@@ -812,8 +820,11 @@ impl Crowd {
             search_everyone: false,
             pushed: Vec::new(),
             marked: Vec::new(),
+            marks: MarkBits::default(),
             #[cfg(test)]
             sparse_passes: 0,
+            #[cfg(test)]
+            marked_passes: 0,
         })
     }
 
@@ -1386,8 +1397,19 @@ impl Crowd {
         }
         for pass in 0..self.config.collision_passes {
             let sparse = pass > 0 && since == Some(0.0);
+            // After a pass that pushed too many to list, without clearances: those it pushed
+            // are flagged (see `list_pushed`).
+            let flagged = pass > 0 && since.is_none() && !track;
             #[cfg(test)]
-            let sparse = sparse && !self.search_everyone;
+            let (sparse, flagged) = (
+                sparse && !self.search_everyone,
+                flagged && !self.search_everyone,
+            );
+            if flagged {
+                self.marked_pass(cost, &mut clearances);
+                since = self.list_pushed(false).then_some(0.0);
+                continue;
+            }
             let sparse = if track {
                 self.collision_pass::<true>(cost, &mut clearances, since, sparse)
             } else {
@@ -1618,6 +1640,55 @@ impl Crowd {
         false
     }
 
+    /// A collision pass after one that pushed too many agents to list, in a crowd stepping
+    /// without clearances (a dense one): each agent the last pass pushed (still flagged, see
+    /// [`Self::list_pushed`]) marks itself and everyone who touched it where it stood or
+    /// touches it where it stands, in parallel, one bit per slot; then the snapshot takes the
+    /// moves and only the marked agents are searched. Anyone else touched no one when the last
+    /// pass began (or it would have been pushed), and no one that moved since comes near it:
+    /// its push would be zero, so the bits are those of a pass over everyone. In a crowd
+    /// walking in lanes the first pass pushes a few agents in ten, and this pass searches a
+    /// few in three instead of all.
+    fn marked_pass(&mut self, cost: &CostField, clearances: &mut [u32]) {
+        #[cfg(test)]
+        {
+            self.marked_passes += 1;
+        }
+        let n = self.positions.len();
+        self.marks.clear(n);
+        let (ng, radii, positions) = (&self.neighbours, &self.radii, &self.positions);
+        let (flags, marks) = (&self.flags, &self.marks);
+        each_index(n, |m| {
+            if flags[m] & PUSHED != 0 {
+                let (was, is) = (ng.point(m), positions[m]);
+                // Anyone within this of where it stands, or within its touching distance of
+                // where it stood (rounding aside), as `mark_near_pushed` marks.
+                let within = radii[m] + ng.widest + (is - was).length() + ng.slack;
+                marks.set(m);
+                ng.for_each_near::<false>(is, m, within, |j, _, _| marks.set(j));
+            }
+        });
+        self.neighbours.take_moves::<false>(
+            &self.positions,
+            None,
+            &[],
+            clearances,
+            &mut self.partial_moves,
+        );
+        let ctx = WallContext {
+            grid: self.grid,
+            costs: cost.costs(),
+        };
+        let (ng, radii, marks) = (&self.neighbours, &self.radii, &self.marks);
+        let work = |(i, ((pos, flags), clear)): (usize, ((&mut Vec2, &mut u8), &mut u32))| {
+            *flags &= !PUSHED;
+            if *flags & ALIVE != 0 && marks.get(i) {
+                push_apart::<false>(ng, radii, &ctx, true, i, pos, flags, clear);
+            }
+        };
+        each_agent!(work, self.positions, self.flags, clearances);
+    }
+
     /// Most agents that the pushed list and the marked list hold.
     fn few(&self) -> usize {
         (self.positions.len() / 64).max(64)
@@ -1634,7 +1705,8 @@ impl Crowd {
     }
 
     /// List the agents that the last collision pass flagged as pushed, and clear their flags.
-    /// False if they are too many to list (then the next pass searches everyone). After a
+    /// False if they are too many to list: then the list is empty and every one of them stays
+    /// flagged (the next pass goes over everyone, or over those `marked_pass` marks). After a
     /// sparse pass only the marked agents can be flagged.
     fn list_pushed(&mut self, sparse: bool) -> bool {
         let few = self.few();
@@ -1650,10 +1722,10 @@ impl Crowd {
             return true;
         }
         // Eight flags at a time: in a spread-out crowd the pushed are rare. In a dense one the
-        // list fills at once, and the flags left set are cleared by the next pass, which goes
-        // over everyone.
+        // list fills at once: then every one of them is left flagged, for the next pass.
         let any = u64::from_ne_bytes([PUSHED; 8]);
-        for (w, word) in self.flags.chunks_mut(8).enumerate() {
+        let mut fits = true;
+        'words: for (w, word) in self.flags.chunks_mut(8).enumerate() {
             let mut bytes = [0u8; 8];
             bytes[..word.len()].copy_from_slice(word);
             if u64::from_ne_bytes(bytes) & any == 0 {
@@ -1662,14 +1734,21 @@ impl Crowd {
             for (k, flags) in word.iter_mut().enumerate() {
                 if *flags & PUSHED != 0 {
                     if self.pushed.len() == few {
-                        return false;
+                        fits = false;
+                        break 'words;
                     }
                     *flags &= !PUSHED;
                     self.pushed.push((w * 8 + k) as u32);
                 }
             }
         }
-        true
+        if !fits {
+            for &i in &self.pushed {
+                self.flags[i as usize] |= PUSHED;
+            }
+            self.pushed.clear();
+        }
+        fits
     }
 
     /// Before a sparse pass: take the moves of the agents the last pass pushed into the
@@ -2116,6 +2195,52 @@ fn each_chunk<T: Send>(out: &mut [T], width: usize, work: impl Fn(usize, &mut [T
     #[cfg(not(feature = "parallel"))]
     for (c, o) in out.chunks_mut(width).enumerate() {
         work(c, o);
+    }
+}
+
+/// `work(k)` for every `k` in `0..n` (in parallel with `parallel`).
+fn each_index(n: usize, work: impl Fn(usize) + Sync + Send) {
+    #[cfg(feature = "parallel")]
+    {
+        use rayon::prelude::*;
+        (0..n).into_par_iter().with_min_len(2048).for_each(work);
+    }
+    #[cfg(not(feature = "parallel"))]
+    (0..n).for_each(work);
+}
+
+/// One bit per slot, set from any thread (see [`Crowd::marked_pass`]): 1/8 byte per agent.
+#[derive(Debug, Default)]
+struct MarkBits(Vec<std::sync::atomic::AtomicU64>);
+
+impl Clone for MarkBits {
+    /// Marks live within one collision pass, which a clone cannot interrupt: a clone starts
+    /// without any.
+    fn clone(&self) -> MarkBits {
+        MarkBits::default()
+    }
+}
+
+impl MarkBits {
+    /// No marks, for `n` slots (allocating only when the crowd grew).
+    fn clear(&mut self, n: usize) {
+        for word in &mut self.0 {
+            *word.get_mut() = 0;
+        }
+        let words = n.div_ceil(64);
+        if self.0.len() < words {
+            self.0
+                .resize_with(words, || std::sync::atomic::AtomicU64::new(0));
+        }
+    }
+
+    fn set(&self, i: usize) {
+        // Only bits are ever set, so the order of the threads' writes does not matter.
+        self.0[i / 64].fetch_or(1 << (i % 64), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn get(&self, i: usize) -> bool {
+        self.0[i / 64].load(std::sync::atomic::Ordering::Relaxed) >> (i % 64) & 1 != 0
     }
 }
 
@@ -2763,8 +2888,9 @@ mod tests {
         let (cost, walkable, target, f) = scattered_scene(64, 11);
         let goal = cost.grid().cell_center(target);
         // (Both ways of stepping: measuring clearances, and the dense crowd's way without; and
-        // both kinds of collision pass: over everyone, and over the few near those pushed.)
-        let (mut measured, mut dense, mut sparse) = (0, 0, 0);
+        // all three kinds of collision pass: over everyone, over the few near those pushed, and
+        // over the many near those pushed in a dense crowd.)
+        let (mut measured, mut dense, mut sparse, mut marked) = (0, 0, 0, 0);
         for (round, dt) in [0.05f32, 0.2, 0.02, 0.05].into_iter().enumerate() {
             // More collision passes than the default, so that the later ones start from
             // overlaps that the earlier ones left.
@@ -2810,12 +2936,13 @@ mod tests {
                 };
                 assert!(bits(&a) == bits(&b), "dt {dt}, step {step}");
             }
-            assert_eq!(b.sparse_passes, 0);
+            assert_eq!((b.sparse_passes, b.marked_passes), (0, 0));
             sparse += a.sparse_passes;
+            marked += a.marked_passes;
         }
         assert!(
-            measured > 20 && dense > 20 && sparse > 20,
-            "{measured} steps measured, {dense} dense, {sparse} sparse passes"
+            measured > 20 && dense > 20 && sparse > 20 && marked > 20,
+            "{measured} steps measured, {dense} dense, {sparse} sparse passes, {marked} marked"
         );
     }
 
