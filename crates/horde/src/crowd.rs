@@ -1397,16 +1397,20 @@ impl Crowd {
         }
         for pass in 0..self.config.collision_passes {
             let sparse = pass > 0 && since == Some(0.0);
-            // After a pass that pushed too many to list, without clearances: those it pushed
-            // are flagged (see `list_pushed`).
-            let flagged = pass > 0 && since.is_none() && !track;
+            // After a pass that pushed too many to list: those it pushed are flagged (see
+            // `list_pushed`).
+            let flagged = pass > 0 && since.is_none();
             #[cfg(test)]
             let (sparse, flagged) = (
                 sparse && !self.search_everyone,
                 flagged && !self.search_everyone,
             );
             if flagged {
-                self.marked_pass(cost, &mut clearances);
+                if track {
+                    self.marked_pass::<true>(cost, &mut clearances);
+                } else {
+                    self.marked_pass::<false>(cost, &mut clearances);
+                }
                 since = self.list_pushed(false).then_some(0.0);
                 continue;
             }
@@ -1640,16 +1644,16 @@ impl Crowd {
         false
     }
 
-    /// A collision pass after one that pushed too many agents to list, in a crowd stepping
-    /// without clearances (a dense one): each agent the last pass pushed (still flagged, see
-    /// [`Self::list_pushed`]) marks itself and everyone who touched it where it stood or
-    /// touches it where it stands, in parallel, one bit per slot; then the snapshot takes the
-    /// moves and only the marked agents are searched. Anyone else touched no one when the last
-    /// pass began (or it would have been pushed), and no one that moved since comes near it:
-    /// its push would be zero, so the bits are those of a pass over everyone. In a crowd
+    /// A collision pass after one that pushed too many agents to list: each agent the last
+    /// pass pushed (still flagged, see [`Self::list_pushed`]) marks itself and everyone who
+    /// touched it where it stood or touches it where it stands, in parallel, one bit per slot;
+    /// then the snapshot takes the moves and only the marked agents are searched. Anyone else
+    /// touched no one when the last pass began (or it would have been pushed), and no one that
+    /// moved since comes near it: its push would be zero, so the bits are those of a pass over
+    /// everyone. (Its clearance, if kept, stays the bound the refresh leaves.) In a crowd
     /// walking in lanes the first pass pushes a few agents in ten, and this pass searches a
     /// few in three instead of all.
-    fn marked_pass(&mut self, cost: &CostField, clearances: &mut [u32]) {
+    fn marked_pass<const CLEARANCE: bool>(&mut self, cost: &CostField, clearances: &mut [u32]) {
         #[cfg(test)]
         {
             self.marked_passes += 1;
@@ -1668,7 +1672,7 @@ impl Crowd {
                 ng.for_each_near::<false>(is, m, within, |j, _, _| marks.set(j));
             }
         });
-        self.neighbours.take_moves::<false>(
+        self.neighbours.take_moves::<CLEARANCE>(
             &self.positions,
             None,
             &[],
@@ -1683,7 +1687,7 @@ impl Crowd {
         let work = |(i, ((pos, flags), clear)): (usize, ((&mut Vec2, &mut u8), &mut u32))| {
             *flags &= !PUSHED;
             if *flags & ALIVE != 0 && marks.get(i) {
-                push_apart::<false>(ng, radii, &ctx, true, i, pos, flags, clear);
+                push_apart::<CLEARANCE>(ng, radii, &ctx, true, i, pos, flags, clear);
             }
         };
         each_agent!(work, self.positions, self.flags, clearances);
