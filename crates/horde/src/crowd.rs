@@ -266,8 +266,8 @@ pub struct StepStats {
 /// cell per two agents (2 bytes per agent; cells never get smaller than the separation radius);
 /// the lists of agents pushed and marked by the collision passes, 4 bytes each for at most one
 /// agent in 64 (0.125 bytes per agent, or 512 bytes for crowds under 4096), and the marks of a
-/// collision pass after one that pushed more than that, a bit per agent (0.125 bytes). Sorting borrows the old
-/// positions' buffer as scratch, and the clearances live in the sort
+/// collision pass after one that pushed more than that, a bit per agent (0.125 bytes).
+/// Sorting borrows the old positions' buffer as scratch, and the clearances live in the sort
 /// order's buffer during a step and in six bits of the flags between steps, so neither adds
 /// anything. Nothing is allocated per step once the arrays have grown.
 #[derive(Debug, Clone)]
