@@ -759,6 +759,15 @@ impl NeighbourGrid {
         outside(p, cell, self.origin, self.inv_cell)
     }
 
+    /// Call `mark` for entry `m`, which moved to `is` since the snapshot was taken, and for
+    /// every entry that touched it where it stood or touches it where it stands (rounding
+    /// aside): everyone whose push its move can change. `radius` is its radius.
+    fn for_each_touched(&self, m: usize, is: Vec2, radius: f32, mut mark: impl FnMut(usize)) {
+        let within = radius + self.widest + (is - self.point(m)).length() + self.slack;
+        mark(m);
+        self.for_each_near::<false>(is, m, within, |j, _, _| mark(j));
+    }
+
     /// Position of a sorted entry.
     fn point(&self, e: usize) -> Vec2 {
         Vec2::new(self.xs[e], self.ys[e])
@@ -1664,12 +1673,7 @@ impl Crowd {
         let (flags, marks) = (&self.flags, &self.marks);
         each_index(n, |m| {
             if flags[m] & PUSHED != 0 {
-                let (was, is) = (ng.point(m), positions[m]);
-                // Anyone within this of where it stands, or within its touching distance of
-                // where it stood (rounding aside), as `mark_near_pushed` marks.
-                let within = radii[m] + ng.widest + (is - was).length() + ng.slack;
-                marks.set(m);
-                ng.for_each_near::<false>(is, m, within, |j, _, _| marks.set(j));
+                ng.for_each_touched(m, positions[m], radii[m], |j| marks.set(j));
             }
         });
         self.neighbours.take_moves::<CLEARANCE>(
@@ -1767,11 +1771,7 @@ impl Crowd {
         let mut fits = true;
         for &m in &self.pushed {
             let m = m as usize;
-            let (was, is) = (ng.point(m), positions[m]);
-            // Anyone within this of where it stands, or within its touching distance of where
-            // it stood (rounding aside).
-            let within = radii[m] + ng.widest + (is - was).length() + ng.slack;
-            let mut mark = |j: usize| {
+            ng.for_each_touched(m, positions[m], radii[m], |j| {
                 if flags[j] & MARKED == 0 {
                     if marked.len() == few {
                         fits = false;
@@ -1780,9 +1780,7 @@ impl Crowd {
                         marked.push(j as u32);
                     }
                 }
-            };
-            mark(m);
-            ng.for_each_near::<false>(is, m, within, |j, _, _| mark(j));
+            });
             if !fits {
                 break;
             }
