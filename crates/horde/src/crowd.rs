@@ -300,6 +300,10 @@ pub struct Crowd {
     pile_partials: Vec<(f32, f32)>,
     partial_counts: Vec<u32>,
     partial_reach: Vec<(u32, f32)>,
+    /// One more than the highest group of a living agent, and the top speed of the fastest;
+    /// `None` once an agent is added, removed or sent to another group (a step changes
+    /// neither, so steps in a row fold them once).
+    highest_and_fastest: Option<(u32, f32)>,
     partial_moves: Vec<(f32, f32, f32)>,
     partial_worst: Vec<f32>,
     partial_stats: Vec<StepStats>,
@@ -452,10 +456,9 @@ impl NeighbourGrid {
                 let ys: &[f32; LANES] = self.ys[e..e + LANES].try_into().expect("padded");
                 // Lanes past `end` are entries of other cells or padding: true distances to
                 // someone, or infinite, so they may lower the clearance but never wrongly.
-                let mut mask = near_mask(p, xs, ys, within2, me.wrapping_sub(e), &mut nearest2);
-                if end - e < LANES {
-                    mask &= (1 << (end - e)) - 1;
-                }
+                let mask = near_mask(p, xs, ys, within2, me.wrapping_sub(e), &mut nearest2);
+                // Without a branch: whether a block is the last of its run is a coin toss.
+                let mut mask = mask & ((1 << (end - e).min(LANES)) - 1);
                 any |= mask;
                 while mask != 0 {
                     let j = e + mask.trailing_zeros() as usize;
@@ -608,14 +611,11 @@ impl NeighbourGrid {
     /// allow for, and take how far each agent moved off its clearance (see
     /// [`Crowd::collision_pass`]). Only while slot `k` is entry `k` (the agents were sorted
     /// with this grid). One pass over the agents, in parallel pieces. Without `CLEARANCE` the
-    /// clearances are left alone.
-    ///
-    /// `calm`: a bound on how far anyone moved, if known, to go into `moved` instead of the
-    /// largest move.
+    /// clearances are left alone. (After a step's walk, [`Self::refresh_walked`] does the same
+    /// for less.)
     fn refresh_points<const CLEARANCE: bool>(
         &mut self,
         positions: &[Vec2],
-        calm: Option<f32>,
         clearances: &mut [u32],
         partials: &mut Vec<(f32, f32, f32)>,
     ) {
@@ -672,7 +672,7 @@ impl NeighbourGrid {
             (a.0.max(b.0), a.1.max(b.1), a.2.max(b.2))
         });
         self.drift = out * self.cell;
-        self.add_moves::<CLEARANCE>(along, most, calm);
+        self.add_moves::<CLEARANCE>(along, most, None);
     }
 
     /// Count moves into `moved`: `calm` if given, else the largest move (without clearances,
@@ -702,7 +702,7 @@ impl NeighbourGrid {
         match since {
             Some(calm) if CLEARANCE => {
                 if calm > 0.0 {
-                    self.refresh_points::<true>(positions, Some(calm), clearances, partials);
+                    self.refresh_walked(positions, calm, listed, clearances);
                 } else {
                     self.refresh_some::<true>(positions, clearances, listed, Some(0.0));
                 }
@@ -719,7 +719,65 @@ impl NeighbourGrid {
             }
             // (Only the listed moved.)
             Some(0.0) => self.refresh_some::<CLEARANCE>(positions, clearances, listed, None),
-            _ => self.refresh_points::<CLEARANCE>(positions, None, clearances, partials),
+            _ => self.refresh_points::<CLEARANCE>(positions, clearances, partials),
+        }
+    }
+
+    /// [`Self::refresh_points`] with clearances when everyone but the agents in `listed` moved
+    /// at most `calm` (a step's walk): the same snapshot, clearances and `moved`, and a drift
+    /// that is the old one plus `calm` (measured only for the listed), so no cell is walked and
+    /// the loop over everyone vectorises. The drift is then a bound rather than the measure:
+    /// since someone stands at a cell's edge and walks out of it, they are nearly the same.
+    fn refresh_walked(
+        &mut self,
+        positions: &[Vec2],
+        calm: f32,
+        listed: &[u32],
+        clearances: &mut [u32],
+    ) {
+        let n = positions.len();
+        type Piece<'p> = (usize, ((&'p mut [f32], &'p mut [f32]), &'p mut [u32]));
+        let work = |(c, ((xs, ys), clear)): Piece| {
+            let first = c * CHUNK;
+            let points = xs.iter_mut().zip(ys.iter_mut()).zip(clear.iter_mut());
+            for (&p, ((x, y), clear)) in positions[first..].iter().zip(points) {
+                let own = move_bound(p - Vec2::new(*x, *y));
+                *clear = (f32::from_bits(*clear) - own).to_bits();
+                (*x, *y) = (p.x, p.y);
+            }
+        };
+        let (xs, ys) = (&mut self.xs[..n], &mut self.ys[..n]);
+        #[cfg(feature = "parallel")]
+        {
+            use rayon::prelude::*;
+            xs.par_chunks_mut(CHUNK)
+                .zip(ys.par_chunks_mut(CHUNK))
+                .zip(clearances[..n].par_chunks_mut(CHUNK))
+                .enumerate()
+                .for_each(work);
+        }
+        #[cfg(not(feature = "parallel"))]
+        xs.chunks_mut(CHUNK)
+            .zip(ys.chunks_mut(CHUNK))
+            .zip(clearances[..n].chunks_mut(CHUNK))
+            .enumerate()
+            .for_each(work);
+        // Along either axis no one but the listed went further than `calm`.
+        let mut out = 0.0f32;
+        for &k in listed {
+            let k = k as usize;
+            out = larger(out, self.outside_filed_cell(k, positions[k]));
+        }
+        self.drift = larger(self.drift + calm, out * self.cell);
+        self.add_moves::<true>(0.0, 0.0, Some(calm));
+        #[cfg(test)]
+        for (k, &p) in positions.iter().enumerate() {
+            let out = self.outside_filed_cell(k, p) * self.cell;
+            assert!(
+                out <= self.drift,
+                "entry {k} stands {out} out, past {}",
+                self.drift
+            );
         }
     }
 
@@ -817,6 +875,7 @@ impl Crowd {
             pile_partials: Vec::new(),
             partial_counts: Vec::new(),
             partial_reach: Vec::new(),
+            highest_and_fastest: None,
             partial_moves: Vec::new(),
             partial_worst: Vec::new(),
             partial_stats: Vec::new(),
@@ -912,6 +971,7 @@ impl Crowd {
         self.alive += 1;
         self.sorted = false;
         self.clearance_unit = 0.0;
+        self.highest_and_fastest = None;
         Ok(AgentHandle {
             index: id,
             generation: self.id_generations[id as usize],
@@ -945,6 +1005,7 @@ impl Crowd {
         self.free_ids.push(handle.index);
         self.alive -= 1;
         self.sorted = false;
+        self.highest_and_fastest = None;
         Ok(())
     }
 
@@ -1130,6 +1191,7 @@ impl Crowd {
     pub fn set_group(&mut self, h: AgentHandle, group: u16) -> Result<(), CrowdError> {
         let i = self.slot(h)?;
         self.groups[i] = group;
+        self.highest_and_fastest = None;
         self.states[i] = AgentState::Moving;
         self.timers[i] = 0.0;
         self.flags[i] &= !STUCK;
@@ -1299,21 +1361,28 @@ impl Crowd {
             self.check_grid("flow field", g.flow.grid())?;
             finite_vec("group goal", g.goal)?;
         }
-        let (flags, group_of) = (&self.flags, &self.groups);
-        let max_speeds = &self.max_speeds;
-        let (highest, fastest) = fold_chunks(
-            self.flags.len(),
-            &mut self.partial_reach,
-            (0, 0.0f32),
-            |range| {
-                range
-                    .filter(|&i| flags[i] & ALIVE != 0)
-                    .fold((0, 0.0f32), |(g, v), i| {
-                        (g.max(group_of[i] as u32 + 1), larger(v, max_speeds[i]))
-                    })
-            },
-            |a, b| (a.0.max(b.0), a.1.max(b.1)),
-        );
+        let (highest, fastest) = match self.highest_and_fastest {
+            Some(reach) => reach,
+            None => {
+                let (flags, group_of) = (&self.flags, &self.groups);
+                let max_speeds = &self.max_speeds;
+                let reach = fold_chunks(
+                    self.flags.len(),
+                    &mut self.partial_reach,
+                    (0, 0.0f32),
+                    |range| {
+                        range
+                            .filter(|&i| flags[i] & ALIVE != 0)
+                            .fold((0, 0.0f32), |(g, v), i| {
+                                (g.max(group_of[i] as u32 + 1), larger(v, max_speeds[i]))
+                            })
+                    },
+                    |a, b| (a.0.max(b.0), a.1.max(b.1)),
+                );
+                self.highest_and_fastest = Some(reach);
+                reach
+            }
+        };
         if highest as usize > groups.len() {
             let i = (0..self.flags.len())
                 .find(|&i| self.flags[i] & ALIVE != 0 && self.groups[i] as usize >= groups.len())
@@ -1437,22 +1506,51 @@ impl Crowd {
         // The pile round each goal: arrived agents packed at about 80 % density fill a disc of
         // radius sqrt(sum of their areas / 0.8), plus the arrival radius and a body of slack.
         // (Area and widest radius per group, gathered in the reused `pile_parts`.)
-        // Summed piece by piece in parallel, then the pieces in order: deterministic.
+        // Summed piece by piece in parallel, then the pieces in order: deterministic. The same
+        // pass counts the states.
         let n = self.positions.len();
         let g = groups.len().max(1);
         let (flags, states, radii, group_of) =
             (&self.flags, &self.states, &self.radii, &self.groups);
+        let pieces = n.div_ceil(CHUNK);
         self.pile_partials.clear();
-        self.pile_partials.resize(n.div_ceil(CHUNK) * g, (0.0, 0.0));
-        each_chunk(&mut self.pile_partials, g, |c, parts| {
+        self.pile_partials.resize(pieces * g, (0.0, 0.0));
+        self.partial_stats.clear();
+        self.partial_stats.resize(pieces, StepStats::default());
+        type Piece<'p> = (usize, (&'p mut [(f32, f32)], &'p mut StepStats));
+        let work = |(c, (parts, stats)): Piece| {
             for i in c * CHUNK..((c + 1) * CHUNK).min(n) {
-                if flags[i] & ALIVE != 0 && states[i] == AgentState::Arrived {
-                    let (area, widest) = &mut parts[group_of[i] as usize];
-                    *area += std::f32::consts::PI * radii[i] * radii[i];
-                    *widest = widest.max(radii[i]);
+                if flags[i] & ALIVE == 0 {
+                    continue;
                 }
+                match states[i] {
+                    AgentState::Moving => stats.moving += 1,
+                    AgentState::Arrived => {
+                        stats.arrived += 1;
+                        let (area, widest) = &mut parts[group_of[i] as usize];
+                        *area += std::f32::consts::PI * radii[i] * radii[i];
+                        *widest = widest.max(radii[i]);
+                    }
+                    AgentState::NoPath => stats.no_path += 1,
+                }
+                stats.stuck += (flags[i] & STUCK != 0) as usize;
             }
-        });
+        };
+        #[cfg(feature = "parallel")]
+        {
+            use rayon::prelude::*;
+            self.pile_partials
+                .par_chunks_mut(g)
+                .zip(self.partial_stats.par_iter_mut())
+                .enumerate()
+                .for_each(work);
+        }
+        #[cfg(not(feature = "parallel"))]
+        self.pile_partials
+            .chunks_mut(g)
+            .zip(self.partial_stats.iter_mut())
+            .enumerate()
+            .for_each(work);
         self.pile_parts.clear();
         self.pile_parts.resize(groups.len(), (0.0, 0.0));
         for parts in self.pile_partials.chunks(g) {
@@ -1465,32 +1563,15 @@ impl Crowd {
         self.piles.extend(self.pile_parts.iter().map(|&(a, r)| {
             self.config.arrival_radius + (a / (0.8 * std::f32::consts::PI)).sqrt() + 2.0 * r
         }));
-        let stats = fold_chunks(
-            n,
-            &mut self.partial_stats,
-            StepStats::default(),
-            |range| {
-                let mut stats = StepStats::default();
-                for i in range {
-                    if flags[i] & ALIVE == 0 {
-                        continue;
-                    }
-                    match states[i] {
-                        AgentState::Moving => stats.moving += 1,
-                        AgentState::Arrived => stats.arrived += 1,
-                        AgentState::NoPath => stats.no_path += 1,
-                    }
-                    stats.stuck += (flags[i] & STUCK != 0) as usize;
-                }
-                stats
-            },
-            |a, b| StepStats {
+        let stats = self
+            .partial_stats
+            .iter()
+            .fold(StepStats::default(), |a, b| StepStats {
                 moving: a.moving + b.moving,
                 arrived: a.arrived + b.arrived,
                 no_path: a.no_path + b.no_path,
                 stuck: a.stuck + b.stuck,
-            },
-        );
+            });
         Ok(stats)
     }
 
@@ -1511,7 +1592,6 @@ impl Crowd {
         scratch.resize(self.positions.len(), 0);
         self.neighbours.refresh_points::<false>(
             &self.positions,
-            None,
             &mut scratch,
             &mut self.partial_moves,
         );
@@ -1546,33 +1626,44 @@ impl Crowd {
         // Levels fine enough for the reaches that matter (a few separation radii).
         let unit = self.config.separation_radius.max(2.0 * ng.widest) / 16.0;
         let (less, inv_unit) = (ng.moved + ng.slack, unit.recip());
-        let work = |(i, flags): (usize, &mut u8)| {
-            let bound = (f32::from_bits(clearances[i]) - less) * inv_unit;
-            // Rounded down (and NaN, from infinities, to 0): still a lower bound.
-            let level = bound.clamp(0.0, CLEARANCE_LEVELS) as u8;
-            *flags = *flags & ((1 << CLEARANCE_SHIFT) - 1) | level << CLEARANCE_SHIFT;
+        // In a dense crowd nearly everyone has someone in reach, and measuring clearances costs
+        // more than the searches it saves: then do without for a while. Those clear of the
+        // reach are counted in the same pass, piece by piece.
+        let reach_level = ((self.config.separation_radius + ng.slack) * inv_unit) as u8 + 1;
+        let n = self.flags.len();
+        self.partial_counts.clear();
+        self.partial_counts.resize(n.div_ceil(CHUNK), 0);
+        let work = |(c, (flags, count)): (usize, (&mut [u8], &mut u32))| {
+            let clear = &clearances[c * CHUNK..];
+            for (flags, &clearance) in flags.iter_mut().zip(clear) {
+                let bound = (f32::from_bits(clearance) - less) * inv_unit;
+                // Rounded down (and NaN, from infinities, to 0): still a lower bound.
+                let level = bound.clamp(0.0, CLEARANCE_LEVELS) as u8;
+                *flags = *flags & ((1 << CLEARANCE_SHIFT) - 1) | level << CLEARANCE_SHIFT;
+                *count += (level >= reach_level) as u32;
+            }
         };
-        each_agent!(work, self.flags);
+        #[cfg(feature = "parallel")]
+        {
+            use rayon::prelude::*;
+            self.flags
+                .par_chunks_mut(CHUNK)
+                .zip(self.partial_counts.par_iter_mut())
+                .enumerate()
+                .for_each(work);
+        }
+        #[cfg(not(feature = "parallel"))]
+        self.flags
+            .chunks_mut(CHUNK)
+            .zip(self.partial_counts.iter_mut())
+            .enumerate()
+            .for_each(work);
         self.clearance_unit = unit;
         #[cfg(test)]
         if self.search_everyone {
             self.clearance_unit = 0.0;
         }
-        // In a dense crowd nearly everyone has someone in reach, and measuring clearances costs
-        // more than the searches it saves: then do without for a while.
-        let reach_level = ((self.config.separation_radius + ng.slack) * inv_unit) as u8 + 1;
-        let flags = &self.flags;
-        let clear = fold_chunks(
-            flags.len(),
-            &mut self.partial_counts,
-            0,
-            |range| {
-                range
-                    .filter(|&i| flags[i] >> CLEARANCE_SHIFT >= reach_level)
-                    .count() as u32
-            },
-            |a, b| a + b,
-        );
+        let clear: u32 = self.partial_counts.iter().sum();
         if (clear as usize) < self.alive / 8 {
             self.dense_steps = DENSE_STEPS;
         }
@@ -2320,36 +2411,35 @@ impl WallContext<'_> {
     /// slides along walls, and a diagonal move is two straight ones, so it cannot squeeze
     /// between two wall corners. Then keep the body `radius` off the walls beside it where
     /// the cell leaves room.
+    #[inline(always)]
     fn slide(&self, p: Vec2, step: Vec2, radius: f32) -> Vec2 {
         let g = self.grid;
         let w = g.width() as usize;
-        // Each axis's cell is found once (as `world_to_cell` finds it) and kept while the body
-        // does not move along that axis.
-        let open = |cx: Option<u32>, cy: Option<u32>| match (cx, cy) {
-            (Some(x), Some(y)) => self.costs[y as usize * w + x as usize] != WALL,
-            _ => false,
-        };
-        let (mut x, mut y) = (p.x, p.y);
-        let (mut cx, mut cy) = (g.column_of(x), g.row_of(y));
-        let (nx, ncx) = (x + step.x, g.column_of(x + step.x));
-        if open(ncx, cy) {
-            (x, cx) = (nx, ncx);
+        // The cells of where the body stands and of where the step would take it, each axis
+        // as `world_to_cell` finds it, all four in one go.
+        let to = p + step;
+        let ([cx, cy, ncx, ncy], on) = g.axes_of_two(p, to);
+        let open = |x: u32, y: u32| self.costs[y as usize * w + x as usize] != WALL;
+        let (mut x, mut cx, mut x_on) = (p.x, cx, on & 1 != 0);
+        let y_on = on & 2 != 0;
+        if on & 4 != 0 && y_on && open(ncx, cy) {
+            (x, cx, x_on) = (to.x, ncx, true);
         }
-        let (ny, ncy) = (y + step.y, g.row_of(y + step.y));
-        if open(cx, ncy) {
-            (y, cy) = (ny, ncy);
+        let (mut y, mut cy, mut y_on) = (p.y, cy, y_on);
+        if x_on && on & 8 != 0 && open(cx, ncy) {
+            (y, cy, y_on) = (to.y, ncy, true);
         }
         let pos = Vec2::new(x, y);
-        match (cx, cy) {
-            (Some(cx), Some(cy)) => {
-                let r = smaller(radius, 0.45 * g.cell_size());
-                self.push_off_walls(pos, UVec2::new(cx, cy), r)
-            }
-            _ => pos,
+        if x_on && y_on {
+            let r = smaller(radius, 0.45 * g.cell_size());
+            self.push_off_walls(pos, UVec2::new(cx, cy), r)
+        } else {
+            pos
         }
     }
 
     /// Keep a body of radius `r` at `p`, in cell `c`, off the walls beside it.
+    #[inline(always)]
     fn push_off_walls(&self, p: Vec2, c: UVec2, r: f32) -> Vec2 {
         let g = self.grid;
         let lo = g.origin() + c.as_vec2() * g.cell_size();
@@ -2963,7 +3053,7 @@ mod tests {
                 for p in &mut sorted {
                     *p += (Vec2::new(next(), next()) - 0.5) * most;
                 }
-                ng.refresh_points::<true>(&sorted, None, &mut clearances, &mut partials);
+                ng.refresh_points::<true>(&sorted, &mut clearances, &mut partials);
             }
             for k in 0..n {
                 let within = 0.2 + next() * 1.5;
@@ -3090,7 +3180,7 @@ mod tests {
                     points[k as usize] += (Vec2::new(next(), next()) - 0.5) * 2.0 * far;
                 }
                 if listed.len() == n {
-                    ng.refresh_points::<false>(&points, None, &mut clearances, &mut partials);
+                    ng.refresh_points::<false>(&points, &mut clearances, &mut partials);
                 } else {
                     ng.refresh_some::<false>(&points, &mut clearances, &listed, None);
                 }

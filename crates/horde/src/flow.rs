@@ -242,12 +242,9 @@ impl FlowField {
         let corners = if inside {
             let i = (by * w + bx) as usize;
             let row = w as usize;
-            let b = [
-                self.cells[i],
-                self.cells[i + 1],
-                self.cells[i + row],
-                self.cells[i + row + 1],
-            ];
+            // One bounds check for the block rather than one per corner.
+            let block = &self.cells[i..i + row + 2];
+            let b = [block[0], block[1], block[row], block[row + 1]];
             let goal = (b[0] == FLOW_GOAL) | (b[1] == FLOW_GOAL);
             (!(goal | (b[2] == FLOW_GOAL) | (b[3] == FLOW_GOAL))).then_some(b)
         } else {

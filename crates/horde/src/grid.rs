@@ -274,14 +274,21 @@ impl Grid {
         ))
     }
 
-    /// The column of a world x, or `None` off the map: exactly the x of [`Self::world_to_cell`].
-    pub(crate) fn column_of(&self, x: f32) -> Option<u32> {
-        axis_cell((x - self.origin.x) * self.inv_cell_size, self.width)
-    }
-
-    /// The row of a world y, or `None` off the map: exactly the y of [`Self::world_to_cell`].
-    pub(crate) fn row_of(&self, y: f32) -> Option<u32> {
-        axis_cell((y - self.origin.y) * self.inv_cell_size, self.height)
+    /// The columns and rows of two world positions, `[x(a), y(a), x(b), y(b)]`, each exactly as
+    /// [`Self::world_to_cell`] finds it, and bit `k` set where lane `k` is on the map.
+    #[inline(always)]
+    pub(crate) fn axes_of_two(&self, a: Vec2, b: Vec2) -> ([u32; 4], u32) {
+        let (o, inv) = (self.origin, self.inv_cell_size);
+        let (w, h) = (self.width, self.height);
+        axis_cells(
+            [
+                (a.x - o.x) * inv,
+                (a.y - o.y) * inv,
+                (b.x - o.x) * inv,
+                (b.y - o.y) * inv,
+            ],
+            [w, h, w, h],
+        )
     }
 
     /// Position in grid units (cell `(x, y)` spans `[x, x + 1) × [y, y + 1)`), unclamped.
@@ -306,6 +313,53 @@ pub(crate) fn axis_cell(g: f32, size: u32) -> Option<u32> {
         (c < size).then_some(c)
     } else {
         None
+    }
+}
+
+/// [`axis_cell`] of four grid coordinates at once, against four sizes: the truncated
+/// coordinates, and bit `k` set where lane `k` is on its axis (its cell is then `cells[k]`).
+/// Two positions' cells for the price of one, for the crowd's wall test.
+#[inline(always)]
+pub(crate) fn axis_cells(g: [f32; 4], size: [u32; 4]) -> ([u32; 4], u32) {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_and_si128, _mm_castps_si128, _mm_castsi128_ps, _mm_cmpge_ps,
+            _mm_cmpgt_epi32, _mm_cmplt_epi32, _mm_cvttps_epi32, _mm_loadu_ps, _mm_loadu_si128,
+            _mm_movemask_ps, _mm_set1_epi32, _mm_setzero_ps, _mm_storeu_si128,
+        };
+        let mut cells = [0u32; 4];
+        // SAFETY: SSE2 is enabled at compile time (the cfg above); the loads and the store
+        // touch exactly the four lanes of the arrays above. Out of range, the truncation gives
+        // i32::MIN, which the `>= 0` lane test refuses; sides are at most `MAX_SIDE`, so the
+        // signed compare with the size is the unsigned one. `axis_cells_agree_with_axis_cell`
+        // covers this.
+        let mask = unsafe {
+            let v = _mm_loadu_ps(g.as_ptr());
+            let c = _mm_cvttps_epi32(v);
+            let sizes = _mm_loadu_si128(size.as_ptr().cast::<__m128i>());
+            // False for NaN, as `g >= 0.0` is.
+            let on = _mm_castps_si128(_mm_cmpge_ps(v, _mm_setzero_ps()));
+            let fits = _mm_and_si128(
+                _mm_cmplt_epi32(c, sizes),
+                _mm_cmpgt_epi32(c, _mm_set1_epi32(-1)),
+            );
+            _mm_storeu_si128(cells.as_mut_ptr().cast::<__m128i>(), c);
+            _mm_movemask_ps(_mm_castsi128_ps(_mm_and_si128(on, fits))) as u32
+        };
+        (cells, mask)
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    {
+        let mut cells = [0u32; 4];
+        let mut mask = 0;
+        for k in 0..4 {
+            if let Some(c) = axis_cell(g[k], size[k]) {
+                cells[k] = c;
+                mask |= 1 << k;
+            }
+        }
+        (cells, mask)
     }
 }
 
@@ -349,6 +403,47 @@ fn truncate(g: f32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn axis_cells_agree_with_axis_cell() {
+        let values = [
+            0.0,
+            -0.0,
+            0.5,
+            1.0,
+            6.999,
+            7.0,
+            -1e-7,
+            -0.5,
+            -3.0,
+            31.5,
+            32767.9,
+            32768.0,
+            3e9,
+            -3e9,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+        ];
+        let sizes = [1u32, 7, 32, MAX_SIDE];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..20_000 {
+            let mut pick = |n: usize| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state % n as u64) as usize
+            };
+            let g = [0; 4].map(|_| values[pick(values.len())] + [0.0, 0.25][pick(2)]);
+            let size = [0; 4].map(|_| sizes[pick(sizes.len())]);
+            let (cells, mask) = axis_cells(g, size);
+            for k in 0..4 {
+                let expected = axis_cell(g[k], size[k]);
+                let got = (mask >> k & 1 != 0).then_some(cells[k]);
+                assert_eq!(got, expected, "lane {k} of {g:?} in {size:?}");
+            }
+        }
+    }
 
     #[test]
     fn truncation_matches_the_saturating_cast() {
