@@ -215,11 +215,13 @@ impl FlowField {
             return FlowSample::NoDirection(NoDirection::OutsideMap);
         };
         let here = self.cells[hy as usize * w as usize + hx as usize];
-        match here {
-            FLOW_GOAL => return FlowSample::Goal,
-            FLOW_WALL => return FlowSample::NoDirection(NoDirection::Wall),
-            FLOW_UNREACHABLE => return FlowSample::NoDirection(NoDirection::Unreachable),
-            _ => {}
+        // Arrows are 0-7 and every other byte is special: one test on the common path.
+        if here > 7 {
+            return match here {
+                FLOW_GOAL => FlowSample::Goal,
+                FLOW_WALL => FlowSample::NoDirection(NoDirection::Wall),
+                _ => FlowSample::NoDirection(NoDirection::Unreachable),
+            };
         }
         // The position is on the map, so g >= -0.5 and (g + 1) truncates to floor(g) + 1
         // (truncation is cheaper than floor where the CPU has no rounding instruction).
@@ -238,7 +240,8 @@ impl FlowField {
         let mut sum = Vec2::ZERO;
         // Most samples lie inside the map and away from the goal: one table lookup per corner
         // (walls and unreachable cells look up zero), no branches.
-        let inside = bx >= 0 && by >= 0 && bx + 1 < w && by + 1 < h;
+        // (A negative corner wraps to a huge unsigned one.)
+        let inside = (bx as u64) < (w - 1) as u64 && (by as u64) < (h - 1) as u64;
         let corners = if inside {
             let i = (by * w + bx) as usize;
             let row = w as usize;
