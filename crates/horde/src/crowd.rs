@@ -1883,9 +1883,10 @@ impl Crowd {
         let any = u64::from_ne_bytes([PUSHED; 8]);
         let mut fits = true;
         'words: for (w, word) in self.flags.chunks_mut(8).enumerate() {
-            let mut bytes = [0u8; 8];
-            bytes[..word.len()].copy_from_slice(word);
-            if u64::from_ne_bytes(bytes) & any == 0 {
+            // (A whole word is read as one number; the last, short one is simply searched.)
+            if let Ok(bytes) = <[u8; 8]>::try_from(&*word)
+                && u64::from_ne_bytes(bytes) & any == 0
+            {
                 continue;
             }
             for (k, flags) in word.iter_mut().enumerate() {
