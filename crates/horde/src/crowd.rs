@@ -3476,6 +3476,50 @@ mod tests {
     }
 
     #[test]
+    fn a_walk_refresh_takes_the_moves_as_the_measuring_refresh_does() {
+        // After a walk (everyone but a listed few moved at most `calm`), `refresh_walked` must
+        // leave the snapshot and the clearances bit for bit as `refresh_points` leaves them, add
+        // `calm` to `moved`, and keep a drift no smaller than the measured one (it asserts that
+        // bound against every entry itself).
+        let mut next = uniform(0x7a1c_0ffe_u64);
+        for round in 0..6 {
+            let n = [300, 1200][round % 2];
+            let (mut walked, mut points) = scattered_grid(&mut next, n, 25.0, 200.0);
+            let mut measured = walked.clone();
+            let mut walked_clear: Vec<u32> = (0..n).map(|_| (next() * 4.0).to_bits()).collect();
+            let mut measured_clear = walked_clear.clone();
+            let mut partials = Vec::new();
+            let calm = 0.2;
+            for refresh in 0..5 {
+                let mut listed = Vec::new();
+                for (k, p) in points.iter_mut().enumerate() {
+                    if next() < 0.03 {
+                        *p += (Vec2::new(next(), next()) - 0.5) * 4.0;
+                        listed.push(k as u32);
+                    } else {
+                        let d = (Vec2::new(next(), next()) - 0.5).normalize_or_zero();
+                        *p += d * (0.99 * calm * next());
+                    }
+                }
+                let before = walked.moved;
+                walked.refresh_walked(&points, calm, &listed, &mut walked_clear);
+                measured.refresh_points::<true>(&points, &mut measured_clear, &mut partials);
+                assert_eq!(walked.xs, measured.xs, "round {round}, refresh {refresh}");
+                assert_eq!(walked.ys, measured.ys, "round {round}, refresh {refresh}");
+                assert_eq!(
+                    walked_clear, measured_clear,
+                    "round {round}, refresh {refresh}"
+                );
+                assert_eq!(walked.moved, before + calm);
+                assert!(
+                    walked.drift >= measured.drift,
+                    "round {round}, refresh {refresh}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn cells_of_agrees_with_the_scalar_cells() {
         let mut next = uniform(0x9e37_79b9_7f4a_7c15u64);
         for round in 0..20_000 {
