@@ -1682,15 +1682,10 @@ impl Crowd {
         let n = self.flags.len();
         self.partial_counts.clear();
         self.partial_counts.resize(n.div_ceil(CHUNK), 0);
+        let isa = self.isa();
         let work = |(c, (flags, count)): (usize, (&mut [u8], &mut u32))| {
-            let clear = &clearances[c * CHUNK..];
-            for (flags, &clearance) in flags.iter_mut().zip(clear) {
-                let bound = (f32::from_bits(clearance) - less) * inv_unit;
-                // Rounded down (and NaN, from infinities, to 0): still a lower bound.
-                let level = bound.clamp(0.0, CLEARANCE_LEVELS) as u8;
-                *flags = *flags & ((1 << CLEARANCE_SHIFT) - 1) | level << CLEARANCE_SHIFT;
-                *count += (level >= reach_level) as u32;
-            }
+            let clear = &clearances[c * CHUNK..c * CHUNK + flags.len()];
+            *count = isa.levels(flags, clear, less, inv_unit, reach_level);
         };
         #[cfg(feature = "parallel")]
         {
@@ -2692,6 +2687,50 @@ fn pass_rows_v3<const CLEARANCE: bool>(
     clearances: &mut [u32],
 ) {
     pass_rows::<CLEARANCE>(ctx, first, positions, flags, clearances)
+}
+
+impl Isa {
+    /// [`clearance_levels`], in this compilation.
+    fn levels(self, flags: &mut [u8], clear: &[u32], less: f32, inv_unit: f32, reach: u8) -> u32 {
+        match self {
+            Isa::Baseline => clearance_levels(flags, clear, less, inv_unit, reach),
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as in `Isa::update`.
+            Isa::V3 => unsafe { clearance_levels_v3(flags, clear, less, inv_unit, reach) },
+        }
+    }
+}
+
+/// Each agent's clearance (`f32` bits), less `less`, in levels of `1 / inv_unit` rounded down,
+/// into the flags' clearance bits; returns how many reach `reach` levels. Written so that the
+/// loop vectorises: NaN (from infinities) goes to 0 through `max`, and the clamped level
+/// converts exactly.
+#[inline(always)]
+fn clearance_levels(flags: &mut [u8], clear: &[u32], less: f32, inv_unit: f32, reach: u8) -> u32 {
+    let mut count = 0u32;
+    for (flags, &clearance) in flags.iter_mut().zip(clear) {
+        let bound = (f32::from_bits(clearance) - less) * inv_unit;
+        // Rounded down (and NaN to 0): still a lower bound. (`clamp` would keep NaN, and its
+        // conversion would then need the saturating path that does not vectorise.)
+        #[allow(clippy::manual_clamp)]
+        let level = bound.max(0.0).min(CLEARANCE_LEVELS) as i32 as u8;
+        *flags = *flags & ((1 << CLEARANCE_SHIFT) - 1) | level << CLEARANCE_SHIFT;
+        count += (level >= reach) as u32;
+    }
+    count
+}
+
+/// [`clearance_levels`] compiled for x86-64-v3.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+fn clearance_levels_v3(
+    flags: &mut [u8],
+    clear: &[u32],
+    less: f32,
+    inv_unit: f32,
+    reach: u8,
+) -> u32 {
+    clearance_levels(flags, clear, less, inv_unit, reach)
 }
 
 #[inline(always)]
