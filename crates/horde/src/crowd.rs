@@ -34,23 +34,23 @@ macro_rules! each_agent {
     }};
 }
 
-/// `work(k, (first, rest...))` for every piece `k` of [`PIECE`] slots of the arrays, each as
-/// mutable slices (in parallel with `parallel`): for loops that are compiled twice, for the
-/// baseline CPU and for x86-64-v3 (see [`Isa`]).
+/// `work(k, (first, rest...))` for every piece `k` of `$size` slots of the arrays, each as
+/// mutable slices (in parallel with `parallel`): for loops over slices, such as those compiled
+/// twice, for the baseline CPU and for x86-64-v3 (see [`Isa`]), or those that vectorise.
 macro_rules! each_piece {
-    ($work:expr, $first:expr $(, $rest:expr)*) => {{
+    ($size:expr, $work:expr, $first:expr $(, $rest:expr)*) => {{
         #[cfg(feature = "parallel")]
         {
             use rayon::prelude::*;
             $first
-                .par_chunks_mut(PIECE)
-                $(.zip($rest.par_chunks_mut(PIECE)))*
+                .par_chunks_mut($size)
+                $(.zip($rest.par_chunks_mut($size)))*
                 .enumerate()
                 .for_each($work);
         }
         #[cfg(not(feature = "parallel"))]
         {
-            $first.chunks_mut(PIECE)$(.zip($rest.chunks_mut(PIECE)))*.enumerate().for_each($work);
+            $first.chunks_mut($size)$(.zip($rest.chunks_mut($size)))*.enumerate().for_each($work);
         }
     }};
 }
@@ -776,21 +776,7 @@ impl NeighbourGrid {
             }
         };
         let (xs, ys) = (&mut self.xs[..n], &mut self.ys[..n]);
-        #[cfg(feature = "parallel")]
-        {
-            use rayon::prelude::*;
-            xs.par_chunks_mut(CHUNK)
-                .zip(ys.par_chunks_mut(CHUNK))
-                .zip(clearances[..n].par_chunks_mut(CHUNK))
-                .enumerate()
-                .for_each(work);
-        }
-        #[cfg(not(feature = "parallel"))]
-        xs.chunks_mut(CHUNK)
-            .zip(ys.chunks_mut(CHUNK))
-            .zip(clearances[..n].chunks_mut(CHUNK))
-            .enumerate()
-            .for_each(work);
+        each_piece!(CHUNK, work, xs, ys, clearances[..n]);
         // Along either axis no one but the listed went further than `calm`.
         let mut out = 0.0f32;
         for &k in listed {
@@ -1491,6 +1477,7 @@ impl Crowd {
             isa.update(&ctx, rows);
         };
         each_piece!(
+            PIECE,
             work,
             self.positions,
             self.velocities,
@@ -1788,7 +1775,7 @@ impl Crowd {
             let first = k * PIECE;
             isa.pass::<CLEARANCE>(&pass, first, positions, flags, clearances);
         };
-        each_piece!(work, self.positions, self.flags, clearances);
+        each_piece!(PIECE, work, self.positions, self.flags, clearances);
         false
     }
 
@@ -1838,7 +1825,7 @@ impl Crowd {
             let first = k * PIECE;
             isa.pass::<CLEARANCE>(&pass, first, positions, flags, clearances);
         };
-        each_piece!(work, self.positions, self.flags, clearances);
+        each_piece!(PIECE, work, self.positions, self.flags, clearances);
     }
 
     /// Most agents that the pushed list and the marked list hold.
