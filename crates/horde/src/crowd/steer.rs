@@ -275,7 +275,7 @@ impl StepContext<'_> {
             desired = Vec2::ZERO;
         }
 
-        let mut target = if state == AgentState::NoPath {
+        let target = if state == AgentState::NoPath {
             Vec2::ZERO
         } else {
             let blend = desired * cfg.flow_weight + sep * cfg.separation_weight;
@@ -289,9 +289,8 @@ impl StepContext<'_> {
             };
             blend.normalize_or_zero() * speed
         };
-        if !target.is_finite() {
-            target = Vec2::ZERO;
-        }
+        // A unit vector (or zero) times a finite speed, whatever the weights.
+        debug_assert!(target.is_finite());
         let dv = (target - v).clamp_length_max(cfg.max_acceleration * self.dt);
         let mut vel = (v + dv).clamp_length_max(max_speed);
         // Nobody walks into someone they already touch: the part of the velocity heading into a
