@@ -222,8 +222,8 @@ pub enum AgentState {
     Moving = 0,
     /// Reached its goal: within the arrival radius; or, within the pile of agents already arrived
     /// round the goal, pressed against an arrived agent nearer the goal or held up for
-    /// `stuck_time` (so a crowd piles up round its flag instead of pushing into it). It stays arrived, giving way to others,
-    /// until [`Crowd::set_group`] sends it elsewhere.
+    /// `stuck_time` (so a crowd piles up round its flag instead of pushing into it). It stays
+    /// arrived, giving way to others, until [`Crowd::set_group`] sends it elsewhere.
     Arrived = 1,
     /// On a cell with no way to the goal (or a wall, or off the map): it stands still.
     NoPath = 2,
