@@ -223,6 +223,10 @@ impl Grid {
     pub const fn cell_size(&self) -> f32 {
         self.cell_size
     }
+    /// `1 / cell_size`, as the world-to-grid mapping multiplies by it.
+    pub(crate) const fn inv_cell_size(&self) -> f32 {
+        self.inv_cell_size
+    }
 
     /// True if `(x, y)` lies on the grid.
     pub const fn contains(&self, x: i64, y: i64) -> bool {

@@ -64,6 +64,8 @@ macro_rules! each_piece {
 mod collide;
 mod neighbours;
 mod steer;
+#[cfg(target_arch = "x86_64")]
+mod steer8;
 mod walls;
 
 use collide::*;

@@ -1,8 +1,11 @@
 //! One agent's step: the desired direction from its flow field, separation from its nearest
 //! neighbours (DetourCrowd's kernel), the velocity, and the move. Every agent writes only its
 //! own entries and reads the others in the neighbour grid's snapshot, so the loop runs in
-//! pieces on any number of threads, compiled twice and chosen per CPU ([`Isa`]).
+//! pieces on any number of threads, compiled twice and chosen per CPU ([`Isa`]); the x86-64-v3
+//! compilation finishes most agents eight at once (`steer8`).
 
+#[cfg(target_arch = "x86_64")]
+use super::steer8::Walks;
 use super::*;
 
 /// The unit vector from neighbour `j` to agent `i`; coincident agents split deterministically,
@@ -35,6 +38,30 @@ struct Contacts {
     /// A lower bound on the distance to every other agent ([`NeighbourGrid::for_each_near`]).
     clearance: f32,
 }
+
+/// What the second half of an agent's step ([`StepContext::finish`]) takes from the first.
+#[derive(Clone, Copy)]
+pub(super) struct Walk {
+    /// The velocity it steers towards.
+    pub(super) target: Vec2,
+    /// Half of every overlap, as a displacement away from the neighbours.
+    pub(super) unpenetrate: Vec2,
+    pub(super) dist_goal: f32,
+    /// The radius of the pile round its goal.
+    pub(super) pile: f32,
+    /// Touching an arrived agent of its group.
+    pub(super) touching_arrived: bool,
+}
+
+/// One agent's position, velocity, state, anchor, timer and flags, as the update writes them.
+pub(super) type Entries<'r> = (
+    &'r mut Vec2,
+    &'r mut Vec2,
+    &'r mut AgentState,
+    &'r mut f32,
+    &'r mut f32,
+    &'r mut u8,
+);
 
 /// A piece of every slot array that the update writes, as [`each_piece`] hands them out.
 pub(super) type AgentPiece<'r> = (
@@ -71,9 +98,11 @@ pub(super) struct AgentRows<'r> {
 pub(super) const PIECE: usize = 1024;
 
 /// Which compilation of the per-agent loops runs: the baseline x86-64 (SSE2) one, or one for
-/// x86-64-v3 (AVX2, BMI1/2, LZCNT: three-operand instructions and bit tricks, about a tenth
-/// fewer instructions per agent-step on the spread-out 100,000 crowd). Rust never fuses a
-/// multiply and an add on its own, so both give the same bits (tested).
+/// x86-64-v3 (AVX2, BMI1/2, LZCNT: three-operand instructions and bit tricks, and the flow
+/// samples and most agents' second halves eight at once, [`FlowField::bilinear8`] and
+/// [`StepContext::finish8`]: a quarter fewer instructions per agent-step on the spread-out
+/// 100,000 crowd). Rust never fuses a multiply and an add on its own, and the eight-lane code
+/// does the same operations in the same order, so both give the same bits (tested).
 #[derive(Clone, Copy)]
 pub(super) enum Isa {
     Baseline,
@@ -97,7 +126,7 @@ impl Isa {
     /// The update of every living agent among `rows`.
     pub(super) fn update(self, ctx: &StepContext, rows: AgentRows) {
         match self {
-            Isa::Baseline => update_rows(ctx, rows),
+            Isa::Baseline => update_rows::<false>(ctx, rows),
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `detect` chose V3 only where the CPU has every feature that
             // `update_rows_v3` is compiled for, its only requirement; the function itself is
@@ -107,22 +136,83 @@ impl Isa {
     }
 }
 
+/// Slots that the update takes together: their flow samples first, then each agent's step.
+pub(super) const BLOCK: usize = 8;
+
+/// The update of the living agents among `rows`, a block of [`BLOCK`] at a time: first their
+/// flow samples, then each agent's step. With `AVX2` (only in [`update_rows_v3`]) the samples
+/// of a block are taken eight at once, and so is the second half of the step of the agents
+/// that walk clear of everyone ([`StepContext::finish8`]); the bits are the same.
 #[inline(always)]
-fn update_rows(ctx: &StepContext, rows: AgentRows) {
-    let entries = rows
+fn update_rows<const AVX2: bool>(ctx: &StepContext, rows: AgentRows) {
+    let blocks = rows
         .positions
-        .iter_mut()
-        .zip(rows.velocities.iter_mut())
-        .zip(rows.states.iter_mut())
-        .zip(rows.anchors.iter_mut())
-        .zip(rows.timers.iter_mut())
-        .zip(rows.flags.iter_mut())
-        .zip(rows.clearances.iter_mut());
-    for (i, ((((((pos, vel), state), anchor), timer), flags), clear)) in (rows.first..).zip(entries)
-    {
-        if *flags & ALIVE != 0 {
-            ctx.agent(i, pos, vel, state, anchor, timer, flags, clear);
+        .chunks_mut(BLOCK)
+        .zip(rows.velocities.chunks_mut(BLOCK))
+        .zip(rows.states.chunks_mut(BLOCK))
+        .zip(rows.anchors.chunks_mut(BLOCK))
+        .zip(rows.timers.chunks_mut(BLOCK))
+        .zip(rows.flags.chunks_mut(BLOCK))
+        .zip(rows.clearances.chunks_mut(BLOCK));
+    let mut first = rows.first;
+    for ((((((positions, velocities), states), anchors), timers), flags), clearances) in blocks {
+        let samples = ctx.samples::<AVX2>(first, positions, flags);
+        #[cfg(target_arch = "x86_64")]
+        if AVX2
+            && let (Ok(positions), Ok(velocities), Ok(states), Ok(anchors), Ok(timers), Ok(flags)) = (
+                <&mut [Vec2; BLOCK]>::try_from(&mut *positions),
+                <&mut [Vec2; BLOCK]>::try_from(&mut *velocities),
+                <&mut [AgentState; BLOCK]>::try_from(&mut *states),
+                <&mut [f32; BLOCK]>::try_from(&mut *anchors),
+                <&mut [f32; BLOCK]>::try_from(&mut *timers),
+                <&mut [u8; BLOCK]>::try_from(&mut *flags),
+            )
+        {
+            // The first halves one by one, then those left staged eight at once.
+            let mut walks = Walks::default();
+            for l in 0..BLOCK {
+                if flags[l] & ALIVE != 0 {
+                    let entries = (
+                        &mut positions[l],
+                        &mut velocities[l],
+                        &mut states[l],
+                        &mut anchors[l],
+                        &mut timers[l],
+                        &mut flags[l],
+                    );
+                    if let Some(walk) =
+                        ctx.start::<true>(first + l, entries, &mut clearances[l], samples[l])
+                    {
+                        walks.stage(l, &walk);
+                    }
+                }
+            }
+            if walks.staged != 0 {
+                let rows = (positions, velocities, states, anchors, timers, flags);
+                // SAFETY: as in `samples`: `AVX2` is set only in `update_rows_v3`.
+                unsafe { ctx.finish8(first, &walks, rows) };
+            }
+            first += BLOCK;
+            continue;
         }
+        let entries = positions
+            .iter_mut()
+            .zip(velocities.iter_mut())
+            .zip(states.iter_mut())
+            .zip(anchors.iter_mut())
+            .zip(timers.iter_mut())
+            .zip(flags.iter_mut())
+            .zip(clearances.iter_mut())
+            .zip(samples);
+        for (i, (((((((pos, vel), state), anchor), timer), flags), clear), sample)) in
+            (first..).zip(entries)
+        {
+            if *flags & ALIVE != 0 {
+                let entries = (pos, vel, state, anchor, timer, flags);
+                ctx.start::<false>(i, entries, clear, sample);
+            }
+        }
+        first += BLOCK;
     }
 }
 
@@ -130,7 +220,7 @@ fn update_rows(ctx: &StepContext, rows: AgentRows) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
 fn update_rows_v3(ctx: &StepContext, rows: AgentRows) {
-    update_rows(ctx, rows)
+    update_rows::<true>(ctx, rows)
 }
 
 pub(super) struct StepContext<'a> {
@@ -188,33 +278,85 @@ impl StepContext<'_> {
         true
     }
 
-    /// One agent's step, written into its own entries.
-    #[allow(clippy::too_many_arguments)]
+    /// The flow samples of the slots `first..first + positions.len()` (at most [`BLOCK`]; a
+    /// dead agent's sample is left at `Goal` and never read). With `AVX2` a full block of
+    /// living agents of one group is sampled eight at once ([`FlowField::bilinear8`]), with
+    /// the same bits.
     #[inline(always)]
-    fn agent(
+    fn samples<const AVX2: bool>(
+        &self,
+        first: usize,
+        positions: &[Vec2],
+        flags: &[u8],
+    ) -> [FlowSample; BLOCK] {
+        let mut samples = [FlowSample::Goal; BLOCK];
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
+        let mut done = 0u32;
+        #[cfg(target_arch = "x86_64")]
+        if AVX2
+            && matches!(self.config.sampling, Sampling::Bilinear)
+            && let (Ok(block), Ok(alive)) = (
+                <&[Vec2; BLOCK]>::try_from(positions),
+                <[u8; BLOCK]>::try_from(flags),
+            )
+            && u64::from_ne_bytes(alive) & u64::from_ne_bytes([ALIVE; 8])
+                == u64::from_ne_bytes([ALIVE; 8])
+        {
+            let group = self.group_of[first];
+            if self.group_of[first..first + BLOCK]
+                .iter()
+                .all(|&g| g == group)
+            {
+                let (mut xs, mut ys) = ([0.0; BLOCK], [0.0; BLOCK]);
+                // SAFETY: `AVX2` is only set by `update_rows_v3`, compiled for x86-64-v3 (and
+                // chosen by `Isa::detect` only where the CPU has it), which includes AVX2: the
+                // only requirement of `bilinear8`.
+                done = unsafe {
+                    self.groups[group as usize]
+                        .flow
+                        .bilinear8(block, &mut xs, &mut ys)
+                };
+                for (l, sample) in samples.iter_mut().enumerate() {
+                    *sample = FlowSample::Direction(Vec2::new(xs[l], ys[l]));
+                }
+            }
+        }
+        for (l, (&p, &f)) in positions.iter().zip(flags).enumerate() {
+            if done >> l & 1 == 0 && f & ALIVE != 0 {
+                let grp = &self.groups[self.group_of[first + l] as usize];
+                samples[l] = match self.config.sampling {
+                    Sampling::Nearest => grp.flow.sample_nearest(p),
+                    Sampling::Bilinear => grp.flow.bilinear(p),
+                };
+            }
+        }
+        samples
+    }
+
+    /// One agent's step, written into its own entries: where it wants to go and who it touches
+    /// ([`Self::start`]), then how it moves ([`Self::finish`]).
+    ///
+    /// With `STAGE`, an agent that is moving and touches no one (most of a spread-out crowd)
+    /// is left where it stands with its entries unchanged but its clearance, and its [`Walk`]
+    /// is returned, so that eight such agents can finish at once (`finish8`).
+    #[inline(always)]
+    fn start<const STAGE: bool>(
         &self,
         i: usize,
-        position: &mut Vec2,
-        velocity: &mut Vec2,
-        agent_state: &mut AgentState,
-        anchor: &mut f32,
-        timer: &mut f32,
-        flags: &mut u8,
+        entries: Entries,
         clearance: &mut u32,
-    ) {
+        sample: FlowSample,
+    ) -> Option<Walk> {
+        let (position, velocity, agent_state, anchor, timer, flags) = entries;
         let cfg = self.config;
-        let (p, v) = (*position, *velocity);
+        let p = *position;
         let max_speed = self.max_speeds[i];
         let grp = &self.groups[self.group_of[i] as usize];
         let to_goal = grp.goal - p;
         let dist_goal = to_goal.length();
         let radius = self.radii[i];
 
-        // Where the field says to go.
-        let sample = match cfg.sampling {
-            Sampling::Nearest => grp.flow.sample_nearest(p),
-            Sampling::Bilinear => grp.flow.bilinear(p),
-        };
+        // Where the field says to go: `sample`.
         let mut state = AgentState::Moving;
         let mut desired = match sample {
             FlowSample::Direction(d) => d,
@@ -291,11 +433,46 @@ impl StepContext<'_> {
         };
         // A unit vector (or zero) times a finite speed, whatever the weights.
         debug_assert!(target.is_finite());
+        let walk = Walk {
+            target,
+            unpenetrate,
+            dist_goal,
+            pile,
+            touching_arrived: contact.touching_arrived,
+        };
+        if STAGE && state == AgentState::Moving && contact.touching == 0 {
+            return Some(walk);
+        }
+        let normals = &contact.normals[..contact.touching];
+        let entries = (position, velocity, agent_state, anchor, timer, flags);
+        self.finish(i, &walk, state, normals, entries);
+        None
+    }
+
+    /// The rest of agent `i`'s step once [`Self::start`] knows where it wants to go (`walk`),
+    /// its state so far and the normals of the neighbours it touches: its velocity, its move
+    /// along the walls, and whether it is stuck. `entries` are its position, velocity, state,
+    /// anchor, timer and flags, read and written.
+    #[inline(always)]
+    pub(super) fn finish(
+        &self,
+        i: usize,
+        walk: &Walk,
+        mut state: AgentState,
+        normals: &[Vec2],
+        entries: Entries,
+    ) {
+        let (position, velocity, agent_state, anchor, timer, flags) = entries;
+        let cfg = self.config;
+        let (p, v) = (*position, *velocity);
+        let (max_speed, radius) = (self.max_speeds[i], self.radii[i]);
+        let (target, unpenetrate) = (walk.target, walk.unpenetrate);
+        let (dist_goal, pile) = (walk.dist_goal, walk.pile);
         let dv = (target - v).clamp_length_max(cfg.max_acceleration * self.dt);
         let mut vel = (v + dv).clamp_length_max(max_speed);
         // Nobody walks into someone they already touch: the part of the velocity heading into a
         // touching neighbour is removed, so a queue at a door presses no deeper than contact.
-        for n in &contact.normals[..contact.touching] {
+        for n in normals {
             let into = vel.dot(*n);
             if into < 0.0 {
                 vel -= *n * into;
@@ -323,7 +500,7 @@ impl StepContext<'_> {
         }
 
         // Stuck: no straight-line progress towards the goal for `stuck_time`.
-        // (The clearance bits are read above, and written again at the end of the step if
+        // (The clearance bits are read in `start`, and written again at the end of the step if
         // they are kept: clear, they serve the collision passes.)
         *flags &= ALIVE;
         *timer += self.dt;
@@ -331,7 +508,7 @@ impl StepContext<'_> {
             *anchor = dist_goal;
             *timer = 0.0;
         } else if *timer >= cfg.stuck_time {
-            if dist_goal <= pile + cfg.slowdown_radius || contact.touching_arrived {
+            if dist_goal <= pile + cfg.slowdown_radius || walk.touching_arrived {
                 // Held up near the goal, or against agents of its group that got there first
                 // (in a winding corridor or a crowded dead end the queue reaches beyond the
                 // pile, and what blocks it need not lie straight ahead): as close as it will
@@ -492,9 +669,10 @@ mod tests {
 
     #[test]
     fn both_compilations_give_the_same_bits() {
-        // The x86-64-v3 compilation of the per-agent loops (where this CPU has it) against the
-        // baseline one, on crowds that spread, pack, arrive and slide along walls, with both
-        // ways of reading arrows and two groups.
+        // The x86-64-v3 compilation of the per-agent loops (where this CPU has it, with its
+        // eight-at-once flow samples and finishes) against the baseline one, on crowds that
+        // spread, pack, arrive, get stuck and slide along walls, with both ways of reading
+        // arrows and two groups: every entry of every agent.
         let (cost, walkable, target, f) = scattered_scene(48, 23);
         let goal = cost.grid().cell_center(target);
         let other_cell = walkable[walkable.len() / 3];
@@ -535,16 +713,64 @@ mod tests {
                 let both = c.positions().iter().chain(&c.velocities);
                 both.flat_map(|p| [p.x.to_bits(), p.y.to_bits()]).collect()
             };
+            let timing = |c: &Crowd| -> Vec<u32> {
+                let both = c.anchors.iter().chain(&c.timers);
+                both.map(|t| t.to_bits()).collect()
+            };
             for step in 0..200 {
+                // Now and then a step of no time, where no one moves.
+                let dt = if step % 50 == 49 { 0.0 } else { 0.05 };
                 let (sa, sb) = (
-                    a.step(0.05, &cost, &groups).unwrap(),
-                    b.step(0.05, &cost, &groups).unwrap(),
+                    a.step(dt, &cost, &groups).unwrap(),
+                    b.step(dt, &cost, &groups).unwrap(),
                 );
                 assert_eq!(sa, sb, "round {round}, step {step}");
                 assert!(bits(&a) == bits(&b), "round {round}, step {step}");
                 assert_eq!(a.states(), b.states());
+                assert!(timing(&a) == timing(&b), "round {round}, step {step}");
+                assert_eq!(a.flags, b.flags, "round {round}, step {step}");
             }
             assert!(a.states().contains(&AgentState::Arrived), "round {round}");
+        }
+    }
+
+    #[test]
+    fn both_compilations_agree_on_maps_too_small_to_read_eight_at_once() {
+        // Maps of 3 and 4 cells (where a 4-byte read of the cost field reaches past its end
+        // from every cell but the first) and a strip: the eight-at-once finish hands such
+        // agents to the one-at-a-time one.
+        for (w, h) in [(1, 3), (2, 2), (40, 1)] {
+            let cost = CostField::new(Grid::new(w, h).unwrap());
+            let goal = UVec2::new(w - 1, h - 1);
+            let f = field(&cost, goal);
+            let groups = [Group {
+                flow: &f,
+                goal: cost.grid().cell_center(goal),
+            }];
+            let mut a = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+            let mut next = uniform(0x5eed + w as u64);
+            for _ in 0..16 {
+                let at = Vec2::new(next() * w as f32, next() * h as f32);
+                let params = AgentParams {
+                    position: at,
+                    radius: 0.1,
+                    max_speed: 2.0,
+                    group: 0,
+                };
+                a.add_agent(&cost, params).unwrap();
+            }
+            let mut b = a.clone();
+            b.baseline_only = true;
+            for step in 0..60 {
+                a.step(0.05, &cost, &groups).unwrap();
+                b.step(0.05, &cost, &groups).unwrap();
+                let bits = |c: &Crowd| -> Vec<u32> {
+                    let both = c.positions().iter().chain(&c.velocities);
+                    both.flat_map(|p| [p.x.to_bits(), p.y.to_bits()]).collect()
+                };
+                assert!(bits(&a) == bits(&b), "{w}x{h}, step {step}");
+                assert_eq!(a.flags, b.flags, "{w}x{h}, step {step}");
+            }
         }
     }
 }

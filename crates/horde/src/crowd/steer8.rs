@@ -1,0 +1,416 @@
+//! The second half of the update ([`StepContext::finish`]) for eight agents at once, in AVX2:
+//! the velocity, the slide along the walls and the stuck timer of agents that walk clear of
+//! everyone, which in a spread-out crowd is most of them. The same operations in the same order
+//! as `finish` (none fused), so the same bits; an agent that needs something `finish8` does not
+//! do (standing off the map, a wall read past the end of the map) is finished by `finish`.
+
+use std::arch::x86_64::*;
+
+use super::steer::{BLOCK, Entries, StepContext, Walk};
+use super::*;
+
+/// Eight agents' [`Walk`]s, field by field, and which of them are staged.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Walks {
+    /// Bit `l` set if lane `l` holds a walk.
+    pub(super) staged: u32,
+    target_x: [f32; BLOCK],
+    target_y: [f32; BLOCK],
+    unpenetrate_x: [f32; BLOCK],
+    unpenetrate_y: [f32; BLOCK],
+    dist_goal: [f32; BLOCK],
+    pile: [f32; BLOCK],
+    /// Bit `l` set if lane `l`'s agent touches an arrived agent of its group.
+    touching_arrived: u32,
+}
+
+impl Walks {
+    /// Stage `walk` in lane `l`.
+    #[inline(always)]
+    pub(super) fn stage(&mut self, l: usize, walk: &Walk) {
+        self.staged |= 1 << l;
+        self.target_x[l] = walk.target.x;
+        self.target_y[l] = walk.target.y;
+        self.unpenetrate_x[l] = walk.unpenetrate.x;
+        self.unpenetrate_y[l] = walk.unpenetrate.y;
+        self.dist_goal[l] = walk.dist_goal;
+        self.pile[l] = walk.pile;
+        self.touching_arrived |= (walk.touching_arrived as u32) << l;
+    }
+
+    /// The walk staged in lane `l`.
+    fn walk(&self, l: usize) -> Walk {
+        Walk {
+            target: Vec2::new(self.target_x[l], self.target_y[l]),
+            unpenetrate: Vec2::new(self.unpenetrate_x[l], self.unpenetrate_y[l]),
+            dist_goal: self.dist_goal[l],
+            pile: self.pile[l],
+            touching_arrived: self.touching_arrived >> l & 1 != 0,
+        }
+    }
+}
+
+/// A block's positions, velocities, states, anchors, timers and flags.
+pub(super) type Rows8<'r> = (
+    &'r mut [Vec2; BLOCK],
+    &'r mut [Vec2; BLOCK],
+    &'r mut [AgentState; BLOCK],
+    &'r mut [f32; BLOCK],
+    &'r mut [f32; BLOCK],
+    &'r mut [u8; BLOCK],
+);
+
+/// Eight floats.
+#[inline(always)]
+fn load(values: &[f32; BLOCK]) -> __m256 {
+    // SAFETY: reads 8 floats from an array of 8 (AVX is enabled wherever this is inlined:
+    // `finish8` is its only caller).
+    unsafe { _mm256_loadu_ps(values.as_ptr()) }
+}
+
+/// The x and the y of eight vectors.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn split(v: &[Vec2; BLOCK]) -> (__m256, __m256) {
+    // SAFETY: reads 16 floats from an array of 8 `Vec2` (two floats each, no padding).
+    let (a, b) = unsafe {
+        let at = v.as_ptr().cast::<f32>();
+        (_mm256_loadu_ps(at), _mm256_loadu_ps(at.add(8)))
+    };
+    // x0 x1 x4 x5 | x2 x3 x6 x7, then in order.
+    let order =
+        |v: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(v)));
+    (
+        order(_mm256_shuffle_ps::<0b10_00_10_00>(a, b)),
+        order(_mm256_shuffle_ps::<0b11_01_11_01>(a, b)),
+    )
+}
+
+/// Eight vectors from their x and y, as [`split`] reads them.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn join(x: __m256, y: __m256, out: &mut [Vec2; BLOCK]) {
+    let (lo, hi) = (_mm256_unpacklo_ps(x, y), _mm256_unpackhi_ps(x, y));
+    // SAFETY: writes 16 floats into an array of 8 `Vec2`.
+    unsafe {
+        let at = out.as_mut_ptr().cast::<f32>();
+        _mm256_storeu_ps(at, _mm256_permute2f128_ps::<0x20>(lo, hi));
+        _mm256_storeu_ps(at.add(8), _mm256_permute2f128_ps::<0x31>(lo, hi));
+    }
+}
+
+/// `v.clamp_length_max(max)` of eight vectors, as glam computes it.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn clamp_length_max(x: __m256, y: __m256, max: __m256) -> (__m256, __m256) {
+    let length2 = _mm256_add_ps(_mm256_mul_ps(x, x), _mm256_mul_ps(y, y));
+    let over = _mm256_cmp_ps::<_CMP_GT_OQ>(length2, _mm256_mul_ps(max, max));
+    let length = _mm256_sqrt_ps(length2);
+    (
+        _mm256_blendv_ps(x, _mm256_mul_ps(max, _mm256_div_ps(x, length)), over),
+        _mm256_blendv_ps(y, _mm256_mul_ps(max, _mm256_div_ps(y, length)), over),
+    )
+}
+
+/// `|v|` of eight floats.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn abs(v: __m256) -> __m256 {
+    _mm256_andnot_ps(_mm256_set1_ps(-0.0), v)
+}
+
+/// Whether the cell at offset `at` of `costs` is a wall, in the lanes of `read` (false in the
+/// others). Each lane reads 4 bytes: a lane whose offset would read past the end reads nothing
+/// and leaves `ok` (its agent then goes to `finish`); the lanes of `read` must have offsets of
+/// 0 or above.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn wall_lanes(
+    costs: &[u8],
+    at: __m256i,
+    read: __m256i,
+    last_read: __m256i,
+    ok: &mut __m256i,
+) -> __m256i {
+    let past = _mm256_and_si256(_mm256_cmpgt_epi32(at, last_read), read);
+    *ok = _mm256_andnot_si256(past, *ok);
+    let read = _mm256_andnot_si256(past, read);
+    // SAFETY: every offset is 0 (lanes not read) or in `0..=costs.len() - 4` (the lanes read:
+    // 0 or above by the caller's promise, at most `last_read` by the test above), so the 4
+    // bytes each lane reads lie in `costs`.
+    let bytes =
+        unsafe { _mm256_i32gather_epi32::<1>(costs.as_ptr().cast(), _mm256_and_si256(at, read)) };
+    let wall = _mm256_cmpeq_epi32(
+        _mm256_and_si256(bytes, _mm256_set1_epi32(0xff)),
+        _mm256_set1_epi32(WALL as i32),
+    );
+    _mm256_and_si256(wall, read)
+}
+
+impl StepContext<'_> {
+    /// [`Self::finish`] of the agents staged in `walks` (moving, touching no one), the slots
+    /// `first..first + 8`, whose entries are `rows`.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn finish8(&self, first: usize, walks: &Walks, rows: Rows8) {
+        let (positions, velocities, states, anchors, timers, flags) = rows;
+        let cfg = self.config;
+        let costs = self.costs;
+        let g = self.grid;
+        let splat = _mm256_set1_ps;
+        let (px, py) = split(positions);
+        let (vx, vy) = split(velocities);
+        let lanes = |values: &[f32]| load(values[first..first + BLOCK].try_into().expect("8"));
+        let (max_speed, radius) = (lanes(self.max_speeds), lanes(self.radii));
+        let (dist_goal, pile) = (load(&walks.dist_goal), load(&walks.pile));
+        let dt = splat(self.dt);
+
+        // The velocity.
+        let acceleration = splat(cfg.max_acceleration * self.dt);
+        let (dvx, dvy) = clamp_length_max(
+            _mm256_sub_ps(load(&walks.target_x), vx),
+            _mm256_sub_ps(load(&walks.target_y), vy),
+            acceleration,
+        );
+        let (vx_new, vy_new) =
+            clamp_length_max(_mm256_add_ps(vx, dvx), _mm256_add_ps(vy, dvy), max_speed);
+        let cell = g.cell_size();
+        let (sx, sy) = clamp_length_max(
+            _mm256_add_ps(_mm256_mul_ps(vx_new, dt), load(&walks.unpenetrate_x)),
+            _mm256_add_ps(_mm256_mul_ps(vy_new, dt), load(&walks.unpenetrate_y)),
+            splat(0.45 * cell),
+        );
+
+        // The slide (`WallContext::slide`), for agents standing on the map.
+        let (tx, ty) = (_mm256_add_ps(px, sx), _mm256_add_ps(py, sy));
+        let (origin, inv) = (g.origin(), splat(g.inv_cell_size()));
+        let (ox, oy) = (splat(origin.x), splat(origin.y));
+        let (w, h) = (g.width() as i32, g.height() as i32);
+        let (wv, hv) = (_mm256_set1_epi32(w), _mm256_set1_epi32(h));
+        let (zero, minus_one, ones) = (
+            _mm256_setzero_ps(),
+            _mm256_set1_epi32(-1),
+            _mm256_set1_epi32(1),
+        );
+        // `axis_cells`: the cell along an axis, and whether it lies on the map.
+        let axis = |at: __m256, o: __m256, size: __m256i| {
+            let gv = _mm256_mul_ps(_mm256_sub_ps(at, o), inv);
+            let c = _mm256_cvttps_epi32(gv);
+            let on = _mm256_and_si256(
+                _mm256_castps_si256(_mm256_cmp_ps::<_CMP_GE_OQ>(gv, zero)),
+                _mm256_and_si256(
+                    _mm256_cmpgt_epi32(size, c),
+                    _mm256_cmpgt_epi32(c, minus_one),
+                ),
+            );
+            (c, on)
+        };
+        let (cx, on_x) = axis(px, ox, wv);
+        let (cy, on_y) = axis(py, oy, hv);
+        let (ncx, to_on_x) = axis(tx, ox, wv);
+        let (ncy, to_on_y) = axis(ty, oy, hv);
+        let mut ok = _mm256_and_si256(on_x, on_y);
+        // Each gather reads 4 bytes: an offset past this is refused (its lane goes to
+        // `finish`), and a lane that needs no read reads offset 0.
+        let Some(last_read) = costs.len().checked_sub(4) else {
+            self.finish_rest(
+                first,
+                walks,
+                0,
+                (positions, velocities, states, anchors, timers, flags),
+            );
+            return;
+        };
+        let last_read = _mm256_set1_epi32(last_read as i32);
+        let is_wall = |at: __m256i, read: __m256i, ok: &mut __m256i| {
+            wall_lanes(costs, at, _mm256_and_si256(read, *ok), last_read, ok)
+        };
+        let index = |x: __m256i, y: __m256i| _mm256_add_epi32(_mm256_mullo_epi32(y, wv), x);
+        // Along x, if the target's column is on the map and open in the agent's row.
+        let tried = _mm256_and_si256(to_on_x, ok);
+        let blocked = is_wall(index(ncx, cy), tried, &mut ok);
+        let go = _mm256_castsi256_ps(_mm256_andnot_si256(blocked, tried));
+        let x = _mm256_blendv_ps(px, tx, go);
+        let cx = _mm256_castps_si256(_mm256_blendv_ps(
+            _mm256_castsi256_ps(cx),
+            _mm256_castsi256_ps(ncx),
+            go,
+        ));
+        // Then along y, from the column it reached.
+        let tried = _mm256_and_si256(to_on_y, ok);
+        let blocked = is_wall(index(cx, ncy), tried, &mut ok);
+        let go = _mm256_castsi256_ps(_mm256_andnot_si256(blocked, tried));
+        let y = _mm256_blendv_ps(py, ty, go);
+        let cy = _mm256_castps_si256(_mm256_blendv_ps(
+            _mm256_castsi256_ps(cy),
+            _mm256_castsi256_ps(ncy),
+            go,
+        ));
+        // `push_off_walls`: a side is a wall at the map's edge or where its neighbour is one.
+        let r = _mm256_min_ps(radius, splat(0.45 * cell));
+        let size = splat(cell);
+        let lo_x = _mm256_add_ps(ox, _mm256_mul_ps(_mm256_cvtepi32_ps(cx), size));
+        let lo_y = _mm256_add_ps(oy, _mm256_mul_ps(_mm256_cvtepi32_ps(cy), size));
+        let (hi_x, hi_y) = (_mm256_add_ps(lo_x, size), _mm256_add_ps(lo_y, size));
+        let i = index(cx, cy);
+        let all = _mm256_set1_epi32(-1);
+        let edge = |c: __m256i, at: i32| _mm256_cmpeq_epi32(c, _mm256_set1_epi32(at));
+        let side =
+            |is_edge: __m256i, wall: __m256i| _mm256_castsi256_ps(_mm256_or_si256(is_edge, wall));
+        let (west, east) = (edge(cx, 0), edge(cx, w - 1));
+        let (north, south) = (edge(cy, 0), edge(cy, h - 1));
+        let wall_w = is_wall(
+            _mm256_sub_epi32(i, ones),
+            _mm256_andnot_si256(west, all),
+            &mut ok,
+        );
+        let wall_e = is_wall(
+            _mm256_add_epi32(i, ones),
+            _mm256_andnot_si256(east, all),
+            &mut ok,
+        );
+        let wall_n = is_wall(
+            _mm256_sub_epi32(i, wv),
+            _mm256_andnot_si256(north, all),
+            &mut ok,
+        );
+        let wall_s = is_wall(
+            _mm256_add_epi32(i, wv),
+            _mm256_andnot_si256(south, all),
+            &mut ok,
+        );
+        let qx = _mm256_blendv_ps(
+            x,
+            _mm256_max_ps(x, _mm256_add_ps(lo_x, r)),
+            side(west, wall_w),
+        );
+        let qx = _mm256_blendv_ps(
+            qx,
+            _mm256_min_ps(qx, _mm256_sub_ps(hi_x, r)),
+            side(east, wall_e),
+        );
+        let qy = _mm256_blendv_ps(
+            y,
+            _mm256_max_ps(y, _mm256_add_ps(lo_y, r)),
+            side(north, wall_n),
+        );
+        let qy = _mm256_blendv_ps(
+            qy,
+            _mm256_min_ps(qy, _mm256_sub_ps(hi_y, r)),
+            side(south, wall_s),
+        );
+
+        // A blocked axis stops the velocity along it.
+        let (mx, my) = (_mm256_sub_ps(qx, px), _mm256_sub_ps(qy, py));
+        let half = splat(0.5);
+        let stop_x = _mm256_cmp_ps::<_CMP_LT_OQ>(abs(mx), _mm256_mul_ps(half, abs(sx)));
+        let stop_y = _mm256_cmp_ps::<_CMP_LT_OQ>(abs(my), _mm256_mul_ps(half, abs(sy)));
+        let vx_new = _mm256_blendv_ps(vx_new, zero, stop_x);
+        let vy_new = _mm256_blendv_ps(vy_new, zero, stop_y);
+
+        // The stuck timer, of agents still moving.
+        let (anchor, timer) = (load(anchors), load(timers));
+        let timer = _mm256_add_ps(timer, dt);
+        let reset = _mm256_cmp_ps::<_CMP_GE_OQ>(
+            _mm256_sub_ps(anchor, dist_goal),
+            splat(cfg.stuck_distance),
+        );
+        let anchor = _mm256_blendv_ps(anchor, dist_goal, reset);
+        let expired = _mm256_andnot_ps(
+            reset,
+            _mm256_cmp_ps::<_CMP_GE_OQ>(timer, splat(cfg.stuck_time)),
+        );
+        let near =
+            _mm256_cmp_ps::<_CMP_LE_OQ>(dist_goal, _mm256_add_ps(pile, splat(cfg.slowdown_radius)));
+        let expired_bits = _mm256_movemask_ps(expired) as u32;
+        let near_bits = _mm256_movemask_ps(near) as u32;
+        let arrive = expired_bits & (near_bits | walks.touching_arrived);
+        let stuck = expired_bits & !arrive;
+        let arrive_lanes = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+            _mm256_and_si256(
+                _mm256_set1_epi32(arrive as i32),
+                _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128),
+            ),
+            _mm256_setzero_si256(),
+        ));
+        let timer = _mm256_blendv_ps(timer, zero, _mm256_or_ps(reset, arrive_lanes));
+        // `move_bound`.
+        const GROWTH: f32 = 1.0 + 1e-6;
+        let moved = _mm256_mul_ps(
+            _mm256_sqrt_ps(_mm256_add_ps(_mm256_mul_ps(mx, mx), _mm256_mul_ps(my, my))),
+            splat(GROWTH),
+        );
+        let pushed = if self.track_clearances {
+            _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_GT_OQ>(moved, splat(self.calm))) as u32
+        } else {
+            0
+        };
+
+        // Write the finished lanes; the rest keep their entries.
+        let done = walks.staged & _mm256_movemask_ps(_mm256_castsi256_ps(ok)) as u32;
+        let done_lanes = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+            _mm256_and_si256(
+                _mm256_set1_epi32(done as i32),
+                _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128),
+            ),
+            _mm256_setzero_si256(),
+        ));
+        join(
+            _mm256_blendv_ps(px, qx, done_lanes),
+            _mm256_blendv_ps(py, qy, done_lanes),
+            positions,
+        );
+        join(
+            _mm256_blendv_ps(vx, vx_new, done_lanes),
+            _mm256_blendv_ps(vy, vy_new, done_lanes),
+            velocities,
+        );
+        // SAFETY: each store writes 8 floats into an array of 8.
+        unsafe {
+            _mm256_storeu_ps(
+                anchors.as_mut_ptr(),
+                _mm256_blendv_ps(load(anchors), anchor, done_lanes),
+            );
+            _mm256_storeu_ps(
+                timers.as_mut_ptr(),
+                _mm256_blendv_ps(load(timers), timer, done_lanes),
+            );
+        }
+        for l in 0..BLOCK {
+            if done >> l & 1 != 0 {
+                let bit = |set: u32, flag: u8| if set >> l & 1 != 0 { flag } else { 0 };
+                flags[l] = flags[l] & ALIVE | bit(stuck, STUCK) | bit(pushed, PUSHED);
+                states[l] = if arrive >> l & 1 != 0 {
+                    AgentState::Arrived
+                } else {
+                    AgentState::Moving
+                };
+            }
+        }
+        self.finish_rest(
+            first,
+            walks,
+            done,
+            (positions, velocities, states, anchors, timers, flags),
+        );
+    }
+
+    /// [`Self::finish`] of the staged lanes not in `done`.
+    #[inline(always)]
+    fn finish_rest(&self, first: usize, walks: &Walks, done: u32, rows: Rows8) {
+        let (positions, velocities, states, anchors, timers, flags) = rows;
+        let mut rest = walks.staged & !done;
+        while rest != 0 {
+            let l = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let entries: Entries = (
+                &mut positions[l],
+                &mut velocities[l],
+                &mut states[l],
+                &mut anchors[l],
+                &mut timers[l],
+                &mut flags[l],
+            );
+            self.finish(first + l, &walks.walk(l), AgentState::Moving, &[], entries);
+        }
+    }
+}
