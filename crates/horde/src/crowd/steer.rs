@@ -53,6 +53,19 @@ pub(super) struct Walk {
     pub(super) touching_arrived: bool,
 }
 
+/// Most touching neighbours an agent may have for its step to be finished eight at once.
+pub(super) const STAGED_NORMALS: usize = 2;
+
+/// An agent's step between [`StepContext::start`] and [`StepContext::finish`]: its walk, its
+/// state so far, and the normals of the neighbours it touches (the first `touching`).
+#[derive(Clone, Copy)]
+pub(super) struct Staged {
+    pub(super) walk: Walk,
+    pub(super) state: AgentState,
+    pub(super) normals: [Vec2; STAGED_NORMALS],
+    pub(super) touching: usize,
+}
+
 /// One agent's position, velocity, state, anchor, timer and flags, as the update writes them.
 pub(super) type Entries<'r> = (
     &'r mut Vec2,
@@ -155,6 +168,8 @@ fn update_rows<const AVX2: bool>(ctx: &StepContext, rows: AgentRows) {
         .zip(rows.flags.chunks_mut(BLOCK))
         .zip(rows.clearances.chunks_mut(BLOCK));
     let mut first = rows.first;
+    #[cfg(target_arch = "x86_64")]
+    let mut walks = Walks::default();
     for ((((((positions, velocities), states), anchors), timers), flags), clearances) in blocks {
         let samples = ctx.samples::<AVX2>(first, positions, flags);
         #[cfg(target_arch = "x86_64")]
@@ -169,7 +184,7 @@ fn update_rows<const AVX2: bool>(ctx: &StepContext, rows: AgentRows) {
             )
         {
             // The first halves one by one, then those left staged eight at once.
-            let mut walks = Walks::default();
+            walks.clear();
             for l in 0..BLOCK {
                 if flags[l] & ALIVE != 0 {
                     let entries = (
@@ -180,10 +195,10 @@ fn update_rows<const AVX2: bool>(ctx: &StepContext, rows: AgentRows) {
                         &mut timers[l],
                         &mut flags[l],
                     );
-                    if let Some(walk) =
+                    if let Some(staged) =
                         ctx.start::<true>(first + l, entries, &mut clearances[l], samples[l])
                     {
-                        walks.stage(l, &walk);
+                        walks.stage(l, &staged);
                     }
                 }
             }
@@ -336,9 +351,9 @@ impl StepContext<'_> {
     /// One agent's step, written into its own entries: where it wants to go and who it touches
     /// ([`Self::start`]), then how it moves ([`Self::finish`]).
     ///
-    /// With `STAGE`, an agent that is moving and touches no one (most of a spread-out crowd)
-    /// is left where it stands with its entries unchanged but its clearance, and its [`Walk`]
-    /// is returned, so that eight such agents can finish at once (`finish8`).
+    /// With `STAGE`, an agent that touches at most [`STAGED_NORMALS`] neighbours (nearly
+    /// everyone) is left where it stands with its entries unchanged but its clearance, and
+    /// returned [`Staged`], so that eight agents can finish at once (`finish8`).
     #[inline(always)]
     fn start<const STAGE: bool>(
         &self,
@@ -346,7 +361,7 @@ impl StepContext<'_> {
         entries: Entries,
         clearance: &mut u32,
         sample: FlowSample,
-    ) -> Option<Walk> {
+    ) -> Option<Staged> {
         let (position, velocity, agent_state, anchor, timer, flags) = entries;
         let cfg = self.config;
         let p = *position;
@@ -440,8 +455,17 @@ impl StepContext<'_> {
             pile,
             touching_arrived: contact.touching_arrived,
         };
-        if STAGE && state == AgentState::Moving && contact.touching == 0 {
-            return Some(walk);
+        if STAGE && contact.touching <= STAGED_NORMALS {
+            // (Those past `touching` are zero, as `Contacts` starts.)
+            let normals = contact.normals[..STAGED_NORMALS]
+                .try_into()
+                .expect("no more than Contacts holds");
+            return Some(Staged {
+                walk,
+                state,
+                normals,
+                touching: contact.touching,
+            });
         }
         let normals = &contact.normals[..contact.touching];
         let entries = (position, velocity, agent_state, anchor, timer, flags);

@@ -1,15 +1,15 @@
 //! The second half of the update ([`StepContext::finish`]) for eight agents at once, in AVX2:
-//! the velocity, the slide along the walls and the stuck timer of agents that walk clear of
-//! everyone, which in a spread-out crowd is most of them. The same operations in the same order
+//! the velocity (less what heads into the few neighbours each touches), the slide along the
+//! walls and the stuck timer. The same operations in the same order
 //! as `finish` (none fused), so the same bits; an agent that needs something `finish8` does not
 //! do (standing off the map, a wall read past the end of the map) is finished by `finish`.
 
 use std::arch::x86_64::*;
 
-use super::steer::{BLOCK, Entries, StepContext, Walk};
+use super::steer::{BLOCK, Entries, STAGED_NORMALS, Staged, StepContext, Walk};
 use super::*;
 
-/// Eight agents' [`Walk`]s, field by field, and which of them are staged.
+/// Eight agents' [`Staged`] steps, field by field, and which of them are staged.
 #[derive(Clone, Copy, Default)]
 pub(super) struct Walks {
     /// Bit `l` set if lane `l` holds a walk.
@@ -22,12 +22,26 @@ pub(super) struct Walks {
     pile: [f32; BLOCK],
     /// Bit `l` set if lane `l`'s agent touches an arrived agent of its group.
     touching_arrived: u32,
+    /// Bit `l` set if lane `l`'s agent is moving so far, or arrived.
+    moving: u32,
+    arrived: u32,
+    /// The normals of the neighbours each touches, x and y, and how many.
+    normals: [([f32; BLOCK], [f32; BLOCK]); STAGED_NORMALS],
+    touching: [u8; BLOCK],
 }
 
 impl Walks {
-    /// Stage `walk` in lane `l`.
+    /// No lane staged. (The fields of a lane are all written when it is staged.)
     #[inline(always)]
-    pub(super) fn stage(&mut self, l: usize, walk: &Walk) {
+    pub(super) fn clear(&mut self) {
+        (self.staged, self.touching_arrived) = (0, 0);
+        (self.moving, self.arrived) = (0, 0);
+    }
+
+    /// Stage `staged` in lane `l`.
+    #[inline(always)]
+    pub(super) fn stage(&mut self, l: usize, staged: &Staged) {
+        let walk = &staged.walk;
         self.staged |= 1 << l;
         self.target_x[l] = walk.target.x;
         self.target_y[l] = walk.target.y;
@@ -36,16 +50,48 @@ impl Walks {
         self.dist_goal[l] = walk.dist_goal;
         self.pile[l] = walk.pile;
         self.touching_arrived |= (walk.touching_arrived as u32) << l;
+        match staged.state {
+            AgentState::Moving => self.moving |= 1 << l,
+            AgentState::Arrived => self.arrived |= 1 << l,
+            AgentState::NoPath => {}
+        }
+        self.touching[l] = staged.touching as u8;
+        // (Most agents of a spread-out crowd touch no one.)
+        if staged.touching > 0 {
+            for (normal, n) in self.normals.iter_mut().zip(&staged.normals) {
+                (normal.0[l], normal.1[l]) = (n.x, n.y);
+            }
+        }
     }
 
-    /// The walk staged in lane `l`.
-    fn walk(&self, l: usize) -> Walk {
-        Walk {
-            target: Vec2::new(self.target_x[l], self.target_y[l]),
-            unpenetrate: Vec2::new(self.unpenetrate_x[l], self.unpenetrate_y[l]),
-            dist_goal: self.dist_goal[l],
-            pile: self.pile[l],
-            touching_arrived: self.touching_arrived >> l & 1 != 0,
+    /// The state so far of the agent in lane `l`.
+    fn state(&self, l: usize) -> AgentState {
+        if self.moving >> l & 1 != 0 {
+            AgentState::Moving
+        } else if self.arrived >> l & 1 != 0 {
+            AgentState::Arrived
+        } else {
+            AgentState::NoPath
+        }
+    }
+
+    /// The step staged in lane `l`.
+    fn staged(&self, l: usize) -> Staged {
+        let mut normals = [Vec2::ZERO; STAGED_NORMALS];
+        for (n, normal) in normals.iter_mut().zip(&self.normals) {
+            *n = Vec2::new(normal.0[l], normal.1[l]);
+        }
+        Staged {
+            walk: Walk {
+                target: Vec2::new(self.target_x[l], self.target_y[l]),
+                unpenetrate: Vec2::new(self.unpenetrate_x[l], self.unpenetrate_y[l]),
+                dist_goal: self.dist_goal[l],
+                pile: self.pile[l],
+                touching_arrived: self.touching_arrived >> l & 1 != 0,
+            },
+            state: self.state(l),
+            normals,
+            touching: self.touching[l] as usize,
         }
     }
 }
@@ -112,6 +158,15 @@ fn clamp_length_max(x: __m256, y: __m256, max: __m256) -> (__m256, __m256) {
     )
 }
 
+/// All ones in the lanes whose bits are set in `bits`, zeros in the others.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn lanes_of(bits: u32) -> __m256 {
+    let each = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    let set = _mm256_and_si256(_mm256_set1_epi32(bits as i32), each);
+    _mm256_castsi256_ps(_mm256_cmpeq_epi32(set, each))
+}
+
 /// `|v|` of eight floats.
 #[inline]
 #[target_feature(enable = "avx2")]
@@ -148,8 +203,8 @@ fn wall_lanes(
 }
 
 impl StepContext<'_> {
-    /// [`Self::finish`] of the agents staged in `walks` (moving, touching no one), the slots
-    /// `first..first + 8`, whose entries are `rows`.
+    /// [`Self::finish`] of the agents staged in `walks`, the slots `first..first + 8`, whose
+    /// entries are `rows`.
     #[target_feature(enable = "avx2")]
     pub(super) fn finish8(&self, first: usize, walks: &Walks, rows: Rows8) {
         let (positions, velocities, states, anchors, timers, flags) = rows;
@@ -171,8 +226,34 @@ impl StepContext<'_> {
             _mm256_sub_ps(load(&walks.target_y), vy),
             acceleration,
         );
-        let (vx_new, vy_new) =
+        let (mut vx_new, mut vy_new) =
             clamp_length_max(_mm256_add_ps(vx, dvx), _mm256_add_ps(vy, dvy), max_speed);
+        // Nobody walks into someone they already touch, one normal after another.
+        // SAFETY: reads 8 bytes from an array of 8.
+        let touching =
+            _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(walks.touching.as_ptr().cast()) });
+        for (k, (nx, ny)) in walks.normals.iter().enumerate() {
+            let has = _mm256_cmpgt_epi32(touching, _mm256_set1_epi32(k as i32));
+            if _mm256_testz_si256(has, has) != 0 {
+                break;
+            }
+            let (nx, ny) = (load(nx), load(ny));
+            let into = _mm256_add_ps(_mm256_mul_ps(vx_new, nx), _mm256_mul_ps(vy_new, ny));
+            let apply = _mm256_and_ps(
+                _mm256_castsi256_ps(has),
+                _mm256_cmp_ps::<_CMP_LT_OQ>(into, _mm256_setzero_ps()),
+            );
+            vx_new = _mm256_blendv_ps(
+                vx_new,
+                _mm256_sub_ps(vx_new, _mm256_mul_ps(nx, into)),
+                apply,
+            );
+            vy_new = _mm256_blendv_ps(
+                vy_new,
+                _mm256_sub_ps(vy_new, _mm256_mul_ps(ny, into)),
+                apply,
+            );
+        }
         let cell = g.cell_size();
         let (sx, sy) = clamp_length_max(
             _mm256_add_ps(_mm256_mul_ps(vx_new, dt), load(&walks.unpenetrate_x)),
@@ -307,12 +388,16 @@ impl StepContext<'_> {
         let vx_new = _mm256_blendv_ps(vx_new, zero, stop_x);
         let vy_new = _mm256_blendv_ps(vy_new, zero, stop_y);
 
-        // The stuck timer, of agents still moving.
+        // The stuck timer: it restarts for agents not moving and for those that made progress.
         let (anchor, timer) = (load(anchors), load(timers));
         let timer = _mm256_add_ps(timer, dt);
-        let reset = _mm256_cmp_ps::<_CMP_GE_OQ>(
-            _mm256_sub_ps(anchor, dist_goal),
-            splat(cfg.stuck_distance),
+        let still = lanes_of(!walks.moving);
+        let reset = _mm256_or_ps(
+            still,
+            _mm256_cmp_ps::<_CMP_GE_OQ>(
+                _mm256_sub_ps(anchor, dist_goal),
+                splat(cfg.stuck_distance),
+            ),
         );
         let anchor = _mm256_blendv_ps(anchor, dist_goal, reset);
         let expired = _mm256_andnot_ps(
@@ -325,14 +410,7 @@ impl StepContext<'_> {
         let near_bits = _mm256_movemask_ps(near) as u32;
         let arrive = expired_bits & (near_bits | walks.touching_arrived);
         let stuck = expired_bits & !arrive;
-        let arrive_lanes = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
-            _mm256_and_si256(
-                _mm256_set1_epi32(arrive as i32),
-                _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128),
-            ),
-            _mm256_setzero_si256(),
-        ));
-        let timer = _mm256_blendv_ps(timer, zero, _mm256_or_ps(reset, arrive_lanes));
+        let timer = _mm256_blendv_ps(timer, zero, _mm256_or_ps(reset, lanes_of(arrive)));
         // `move_bound`.
         const GROWTH: f32 = 1.0 + 1e-6;
         let moved = _mm256_mul_ps(
@@ -347,13 +425,7 @@ impl StepContext<'_> {
 
         // Write the finished lanes; the rest keep their entries.
         let done = walks.staged & _mm256_movemask_ps(_mm256_castsi256_ps(ok)) as u32;
-        let done_lanes = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
-            _mm256_and_si256(
-                _mm256_set1_epi32(done as i32),
-                _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128),
-            ),
-            _mm256_setzero_si256(),
-        ));
+        let done_lanes = lanes_of(done);
         join(
             _mm256_blendv_ps(px, qx, done_lanes),
             _mm256_blendv_ps(py, qy, done_lanes),
@@ -382,7 +454,7 @@ impl StepContext<'_> {
                 states[l] = if arrive >> l & 1 != 0 {
                     AgentState::Arrived
                 } else {
-                    AgentState::Moving
+                    walks.state(l)
                 };
             }
         }
@@ -410,7 +482,9 @@ impl StepContext<'_> {
                 &mut timers[l],
                 &mut flags[l],
             );
-            self.finish(first + l, &walks.walk(l), AgentState::Moving, &[], entries);
+            let staged = walks.staged(l);
+            let normals = &staged.normals[..staged.touching];
+            self.finish(first + l, &staged.walk, staged.state, normals, entries);
         }
     }
 }
