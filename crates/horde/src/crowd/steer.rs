@@ -42,8 +42,10 @@ struct Contacts {
 /// What the second half of an agent's step ([`StepContext::finish`]) takes from the first.
 #[derive(Clone, Copy)]
 pub(super) struct Walk {
-    /// The velocity it steers towards.
-    pub(super) target: Vec2,
+    /// Where its field says to go (a unit vector, or zero once it arrived or has no way).
+    pub(super) desired: Vec2,
+    /// The separation push.
+    pub(super) push: Vec2,
     /// Half of every overlap, as a displacement away from the neighbours.
     pub(super) unpenetrate: Vec2,
     pub(super) dist_goal: f32,
@@ -365,7 +367,6 @@ impl StepContext<'_> {
         let (position, velocity, agent_state, anchor, timer, flags) = entries;
         let cfg = self.config;
         let p = *position;
-        let max_speed = self.max_speeds[i];
         let grp = &self.groups[self.group_of[i] as usize];
         let to_goal = grp.goal - p;
         let dist_goal = to_goal.length();
@@ -432,24 +433,9 @@ impl StepContext<'_> {
             desired = Vec2::ZERO;
         }
 
-        let target = if state == AgentState::NoPath {
-            Vec2::ZERO
-        } else {
-            let blend = desired * cfg.flow_weight + sep * cfg.separation_weight;
-            let speed = if state == AgentState::Arrived {
-                // Arrived agents only give way, at most at walking pace.
-                (sep.length() * cfg.separation_weight).min(1.0) * max_speed
-            } else if cfg.slowdown_radius > 0.0 {
-                max_speed * (dist_goal / cfg.slowdown_radius).clamp(0.25, 1.0)
-            } else {
-                max_speed
-            };
-            blend.normalize_or_zero() * speed
-        };
-        // A unit vector (or zero) times a finite speed, whatever the weights.
-        debug_assert!(target.is_finite());
         let walk = Walk {
-            target,
+            desired,
+            push: sep,
             unpenetrate,
             dist_goal,
             pile,
@@ -490,8 +476,24 @@ impl StepContext<'_> {
         let cfg = self.config;
         let (p, v) = (*position, *velocity);
         let (max_speed, radius) = (self.max_speeds[i], self.radii[i]);
-        let (target, unpenetrate) = (walk.target, walk.unpenetrate);
-        let (dist_goal, pile) = (walk.dist_goal, walk.pile);
+        let (unpenetrate, dist_goal, pile) = (walk.unpenetrate, walk.dist_goal, walk.pile);
+        let target = if state == AgentState::NoPath {
+            Vec2::ZERO
+        } else {
+            let (desired, push) = (walk.desired, walk.push);
+            let blend = desired * cfg.flow_weight + push * cfg.separation_weight;
+            let speed = if state == AgentState::Arrived {
+                // Arrived agents only give way, at most at walking pace.
+                (push.length() * cfg.separation_weight).min(1.0) * max_speed
+            } else if cfg.slowdown_radius > 0.0 {
+                max_speed * (dist_goal / cfg.slowdown_radius).clamp(0.25, 1.0)
+            } else {
+                max_speed
+            };
+            blend.normalize_or_zero() * speed
+        };
+        // A unit vector (or zero) times a finite speed, whatever the weights.
+        debug_assert!(target.is_finite());
         let dv = (target - v).clamp_length_max(cfg.max_acceleration * self.dt);
         let mut vel = (v + dv).clamp_length_max(max_speed);
         // Nobody walks into someone they already touch: the part of the velocity heading into a
@@ -702,19 +704,34 @@ mod tests {
         let other_cell = walkable[walkable.len() / 3];
         let other = cost.grid().cell_center(other_cell);
         let f2 = field(&cost, other_cell);
+        // A third group's field is cut in two by a wall the map does not have: its agents on
+        // the far side have no way, those on the wall head back off it.
+        let mut cut = cost.clone();
+        let side = cost.grid().width();
+        cut.fill_rect(
+            UVec2::new(side / 2, 0),
+            UVec2::new(side / 2, side - 1),
+            WALL,
+        )
+        .unwrap();
+        let f3 = field(&cut, target);
         let groups = [
             Group { flow: &f, goal },
             Group {
                 flow: &f2,
                 goal: other,
             },
+            Group { flow: &f3, goal },
         ];
-        for (round, sampling) in [Sampling::Bilinear, Sampling::Nearest, Sampling::Bilinear]
-            .into_iter()
-            .enumerate()
-        {
+        for round in 0..4 {
+            let sampling = [Sampling::Bilinear, Sampling::Nearest][round % 2];
+            // The last round slows down over a long way and arrives late.
+            let (arrival_radius, slowdown_radius) =
+                if round == 3 { (0.2, 8.0) } else { (1.5, 3.0) };
             let config = CrowdConfig {
                 sampling,
+                arrival_radius,
+                slowdown_radius,
                 ..CrowdConfig::default()
             };
             let mut a = Crowd::new(*cost.grid(), config).unwrap();
@@ -727,7 +744,7 @@ mod tests {
                     position: cost.grid().cell_center(cell) + offset,
                     radius: [0.35, 0.2, 0.5][k % 3],
                     max_speed: 1.0 + next() * 5.0,
-                    group: (k % 2) as u16,
+                    group: (k % 3) as u16,
                 };
                 a.add_agent(&cost, params).unwrap();
             }
@@ -755,6 +772,7 @@ mod tests {
                 assert_eq!(a.flags, b.flags, "round {round}, step {step}");
             }
             assert!(a.states().contains(&AgentState::Arrived), "round {round}");
+            assert!(a.states().contains(&AgentState::NoPath), "round {round}");
         }
     }
 

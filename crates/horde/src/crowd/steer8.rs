@@ -14,8 +14,10 @@ use super::*;
 pub(super) struct Walks {
     /// Bit `l` set if lane `l` holds a walk.
     pub(super) staged: u32,
-    target_x: [f32; BLOCK],
-    target_y: [f32; BLOCK],
+    desired_x: [f32; BLOCK],
+    desired_y: [f32; BLOCK],
+    push_x: [f32; BLOCK],
+    push_y: [f32; BLOCK],
     unpenetrate_x: [f32; BLOCK],
     unpenetrate_y: [f32; BLOCK],
     dist_goal: [f32; BLOCK],
@@ -43,8 +45,8 @@ impl Walks {
     pub(super) fn stage(&mut self, l: usize, staged: &Staged) {
         let walk = &staged.walk;
         self.staged |= 1 << l;
-        self.target_x[l] = walk.target.x;
-        self.target_y[l] = walk.target.y;
+        (self.desired_x[l], self.desired_y[l]) = (walk.desired.x, walk.desired.y);
+        (self.push_x[l], self.push_y[l]) = (walk.push.x, walk.push.y);
         self.unpenetrate_x[l] = walk.unpenetrate.x;
         self.unpenetrate_y[l] = walk.unpenetrate.y;
         self.dist_goal[l] = walk.dist_goal;
@@ -83,7 +85,8 @@ impl Walks {
         }
         Staged {
             walk: Walk {
-                target: Vec2::new(self.target_x[l], self.target_y[l]),
+                desired: Vec2::new(self.desired_x[l], self.desired_y[l]),
+                push: Vec2::new(self.push_x[l], self.push_y[l]),
                 unpenetrate: Vec2::new(self.unpenetrate_x[l], self.unpenetrate_y[l]),
                 dist_goal: self.dist_goal[l],
                 pile: self.pile[l],
@@ -167,6 +170,13 @@ fn lanes_of(bits: u32) -> __m256 {
     _mm256_castsi256_ps(_mm256_cmpeq_epi32(set, each))
 }
 
+/// `v.length()` of eight vectors, as glam computes it.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn length(x: __m256, y: __m256) -> __m256 {
+    _mm256_sqrt_ps(_mm256_add_ps(_mm256_mul_ps(x, x), _mm256_mul_ps(y, y)))
+}
+
 /// `|v|` of eight floats.
 #[inline]
 #[target_feature(enable = "avx2")]
@@ -219,11 +229,60 @@ impl StepContext<'_> {
         let (dist_goal, pile) = (load(&walks.dist_goal), load(&walks.pile));
         let dt = splat(self.dt);
 
+        // The velocity it steers towards: the blend of its way and its push, at its speed (arrived
+        // agents only give way, at most at walking pace), none for agents without a way.
+        let (desired_x, desired_y) = (load(&walks.desired_x), load(&walks.desired_y));
+        let (push_x, push_y) = (load(&walks.push_x), load(&walks.push_y));
+        let (flow_weight, separation_weight) =
+            (splat(cfg.flow_weight), splat(cfg.separation_weight));
+        let blend_x = _mm256_add_ps(
+            _mm256_mul_ps(desired_x, flow_weight),
+            _mm256_mul_ps(push_x, separation_weight),
+        );
+        let blend_y = _mm256_add_ps(
+            _mm256_mul_ps(desired_y, flow_weight),
+            _mm256_mul_ps(push_y, separation_weight),
+        );
+        let push_length = length(push_x, push_y);
+        let yielding = _mm256_mul_ps(
+            _mm256_min_ps(_mm256_mul_ps(push_length, separation_weight), splat(1.0)),
+            max_speed,
+        );
+        let walking = if cfg.slowdown_radius > 0.0 {
+            let near = _mm256_div_ps(dist_goal, splat(cfg.slowdown_radius));
+            // `clamp(0.25, 1.0)`, in its order.
+            let low = splat(0.25);
+            let near = _mm256_blendv_ps(near, low, _mm256_cmp_ps::<_CMP_LT_OQ>(near, low));
+            let high = splat(1.0);
+            let near = _mm256_blendv_ps(near, high, _mm256_cmp_ps::<_CMP_GT_OQ>(near, high));
+            _mm256_mul_ps(max_speed, near)
+        } else {
+            max_speed
+        };
+        let speed = _mm256_blendv_ps(walking, yielding, lanes_of(walks.arrived));
+        // `normalize_or_zero`: times the reciprocal of the length where that is finite and above
+        // zero, else zero.
+        let reciprocal = _mm256_div_ps(splat(1.0), length(blend_x, blend_y));
+        let unit = _mm256_and_ps(
+            _mm256_cmp_ps::<_CMP_LT_OQ>(abs(reciprocal), splat(f32::INFINITY)),
+            _mm256_cmp_ps::<_CMP_GT_OQ>(reciprocal, _mm256_setzero_ps()),
+        );
+        // (Zero is +0 where the target is zero, as `Vec2::ZERO` is.)
+        let scaled = _mm256_and_ps(unit, lanes_of(walks.moving | walks.arrived));
+        let target_x = _mm256_and_ps(
+            scaled,
+            _mm256_mul_ps(_mm256_mul_ps(blend_x, reciprocal), speed),
+        );
+        let target_y = _mm256_and_ps(
+            scaled,
+            _mm256_mul_ps(_mm256_mul_ps(blend_y, reciprocal), speed),
+        );
+
         // The velocity.
         let acceleration = splat(cfg.max_acceleration * self.dt);
         let (dvx, dvy) = clamp_length_max(
-            _mm256_sub_ps(load(&walks.target_x), vx),
-            _mm256_sub_ps(load(&walks.target_y), vy),
+            _mm256_sub_ps(target_x, vx),
+            _mm256_sub_ps(target_y, vy),
             acceleration,
         );
         let (mut vx_new, mut vy_new) =
