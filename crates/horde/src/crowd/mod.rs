@@ -299,9 +299,11 @@ pub struct StepStats {
 /// their cost, and a step goes without them for a while.)
 ///
 /// The per-agent loops (the update and the collision passes) are compiled twice, for baseline
-/// x86-64 and for x86-64-v3 (AVX2, BMI1/2, LZCNT), and each step runs the one the CPU has. Rust
-/// never fuses a multiply and an add unasked, so both give the same bits: positions are the
-/// same on any x86-64 CPU as on any thread count.
+/// x86-64 and for x86-64-v3 (AVX2, BMI1/2, LZCNT), and each step runs the one the CPU has; the
+/// v3 update takes the flow samples and the second half of the steps of eight agents at once.
+/// Rust never fuses a multiply and an add unasked, and the eight-lane code does the same
+/// operations in the same order, so both give the same bits: positions are the same on any
+/// x86-64 CPU as on any thread count.
 ///
 /// Memory per agent: at most 63.3 bytes, the neighbour grid included. Agent arrays 40 (position
 /// 8, velocity 8, radius 4, top speed 4, group 2, state 1, flags 1, stuck reference distance 4
