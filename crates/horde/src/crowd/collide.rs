@@ -321,8 +321,13 @@ fn push_apart<const CLEARANCE: bool>(
         return;
     }
     let mut shift = Vec2::ZERO;
+    // Its clearance: the nearest within `within`, or `within` if no one is (everyone not
+    // visited stands further). A coarser bound than the search could measure, but measuring
+    // everyone in the cells searched costs more than the later searches it would save.
+    let mut nearest2 = within * within;
     // Slot j is the grid's entry j (the step sorted the agents).
-    let clearance = ng.for_each_near::<CLEARANCE>(p, i, within, |j, diff, d2| {
+    ng.for_each_near::<false>(p, i, within, |j, diff, d2| {
+        nearest2 = smaller(nearest2, d2);
         let touch = r + radii[j];
         if d2 < touch * touch {
             let d = d2.sqrt();
@@ -331,6 +336,7 @@ fn push_apart<const CLEARANCE: bool>(
         }
     });
     if CLEARANCE {
+        let clearance = nearest2.sqrt();
         *clear = (smaller(clearance, ng.cap) + ng.moved).to_bits();
     }
     if shift != Vec2::ZERO {
