@@ -5,7 +5,7 @@
 //! compilation finishes most agents eight at once (`steer8`).
 
 #[cfg(target_arch = "x86_64")]
-use super::steer8::Walks;
+use super::steer8::{Walks, lane};
 use super::*;
 
 /// The unit vector from neighbour `j` to agent `i`; coincident agents split deterministically,
@@ -214,16 +214,10 @@ fn update_rows<const AVX2: bool>(ctx: &StepContext, rows: AgentRows) {
         {
             // The first halves one by one, then those left staged eight at once.
             walks.clear();
+            let mut rows = (positions, velocities, states, anchors, timers, flags);
             for l in 0..BLOCK {
-                if flags[l] & ALIVE != 0 {
-                    let entries = (
-                        &mut positions[l],
-                        &mut velocities[l],
-                        &mut states[l],
-                        &mut anchors[l],
-                        &mut timers[l],
-                        &mut flags[l],
-                    );
+                if rows.5[l] & ALIVE != 0 {
+                    let entries = lane(&mut rows, l);
                     if let Some(staged) =
                         ctx.start::<true>(first + l, entries, &mut clearances[l], samples[l])
                     {
@@ -232,7 +226,6 @@ fn update_rows<const AVX2: bool>(ctx: &StepContext, rows: AgentRows) {
                 }
             }
             if walks.staged != 0 {
-                let rows = (positions, velocities, states, anchors, timers, flags);
                 // SAFETY: as in `samples`: `AVX2` is set only in `update_rows_v3`.
                 unsafe { ctx.finish8(first, &walks, rows) };
             }
@@ -724,8 +717,8 @@ mod tests {
     fn both_compilations_give_the_same_bits() {
         // The x86-64-v3 compilation of the per-agent loops (where this CPU has it, with its
         // eight-at-once flow samples and finishes) against the baseline one, on crowds that
-        // spread, pack, arrive, get stuck and slide along walls, with both ways of reading
-        // arrows and two groups: every entry of every agent.
+        // spread, pack, arrive, get stuck, have no way and slide along walls, with both ways
+        // of reading arrows and three groups: every entry of every agent.
         let (cost, walkable, target, f) = scattered_scene(48, 23);
         let goal = cost.grid().cell_center(target);
         let other_cell = walkable[walkable.len() / 3];

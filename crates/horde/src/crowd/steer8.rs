@@ -109,6 +109,20 @@ pub(super) type Rows8<'r> = (
     &'r mut [u8; BLOCK],
 );
 
+/// Lane `l`'s entries among a block's.
+#[inline(always)]
+pub(super) fn lane<'r>(rows: &'r mut Rows8<'_>, l: usize) -> Entries<'r> {
+    let (positions, velocities, states, anchors, timers, flags) = rows;
+    (
+        &mut positions[l],
+        &mut velocities[l],
+        &mut states[l],
+        &mut anchors[l],
+        &mut timers[l],
+        &mut flags[l],
+    )
+}
+
 /// Eight floats.
 #[inline(always)]
 fn load(values: &[f32; BLOCK]) -> __m256 {
@@ -528,19 +542,12 @@ impl StepContext<'_> {
     /// [`Self::finish`] of the staged lanes not in `done`.
     #[inline(always)]
     fn finish_rest(&self, first: usize, walks: &Walks, done: u32, rows: Rows8) {
-        let (positions, velocities, states, anchors, timers, flags) = rows;
+        let mut rows = rows;
         let mut rest = walks.staged & !done;
         while rest != 0 {
             let l = rest.trailing_zeros() as usize;
             rest &= rest - 1;
-            let entries: Entries = (
-                &mut positions[l],
-                &mut velocities[l],
-                &mut states[l],
-                &mut anchors[l],
-                &mut timers[l],
-                &mut flags[l],
-            );
+            let entries = lane(&mut rows, l);
             let staged = walks.staged(l);
             let normals = &staged.normals[..staged.touching];
             self.finish(first + l, &staged.walk, staged.state, normals, entries);
