@@ -1,8 +1,9 @@
 //! The second half of the update ([`StepContext::finish`]) for eight agents at once, in AVX2:
-//! the velocity (less what heads into the few neighbours each touches), the slide along the
-//! walls and the stuck timer. The same operations in the same order
-//! as `finish` (none fused), so the same bits; an agent that needs something `finish8` does not
-//! do (standing off the map, a wall read past the end of the map) is finished by `finish`.
+//! the velocity each steers towards, the acceleration and speed limits, less what heads into
+//! the one or two neighbours each touches, the slide along the walls and the stuck timer. The
+//! same operations in the same order as `finish` (none fused), so the same bits. An agent that
+//! needs what `finish8` does not do (standing off the map, a wall read past the end of the map)
+//! is finished by `finish`.
 
 use std::arch::x86_64::*;
 
@@ -24,8 +25,9 @@ pub(super) struct Walks {
     pile: [f32; BLOCK],
     /// Bit `l` set if lane `l`'s agent touches an arrived agent of its group.
     touching_arrived: u32,
-    /// Bit `l` set if lane `l`'s agent is moving so far, or arrived.
+    /// Bit `l` set if lane `l`'s agent is moving so far.
     moving: u32,
+    /// Bit `l` set if lane `l`'s agent has arrived (neither bit: it has no way).
     arrived: u32,
     /// The normals of the neighbours each touches, x and y, and how many.
     normals: [([f32; BLOCK], [f32; BLOCK]); STAGED_NORMALS],
@@ -33,7 +35,8 @@ pub(super) struct Walks {
 }
 
 impl Walks {
-    /// No lane staged. (The fields of a lane are all written when it is staged.)
+    /// No lane staged. (Staging a lane writes all its fields but the normals past its
+    /// `touching`, which nothing reads.)
     #[inline(always)]
     pub(super) fn clear(&mut self) {
         (self.staged, self.touching_arrived) = (0, 0);
