@@ -411,50 +411,19 @@ impl StepContext<'_> {
         let i = index(cx, cy);
         let all = _mm256_set1_epi32(-1);
         let edge = |c: __m256i, at: i32| _mm256_cmpeq_epi32(c, _mm256_set1_epi32(at));
-        let side =
-            |is_edge: __m256i, wall: __m256i| _mm256_castsi256_ps(_mm256_or_si256(is_edge, wall));
-        let (west, east) = (edge(cx, 0), edge(cx, w - 1));
-        let (north, south) = (edge(cy, 0), edge(cy, h - 1));
-        let wall_w = is_wall(
-            _mm256_sub_epi32(i, ones),
-            _mm256_andnot_si256(west, all),
-            &mut ok,
-        );
-        let wall_e = is_wall(
-            _mm256_add_epi32(i, ones),
-            _mm256_andnot_si256(east, all),
-            &mut ok,
-        );
-        let wall_n = is_wall(
-            _mm256_sub_epi32(i, wv),
-            _mm256_andnot_si256(north, all),
-            &mut ok,
-        );
-        let wall_s = is_wall(
-            _mm256_add_epi32(i, wv),
-            _mm256_andnot_si256(south, all),
-            &mut ok,
-        );
-        let qx = _mm256_blendv_ps(
-            x,
-            _mm256_max_ps(x, _mm256_add_ps(lo_x, r)),
-            side(west, wall_w),
-        );
-        let qx = _mm256_blendv_ps(
-            qx,
-            _mm256_min_ps(qx, _mm256_sub_ps(hi_x, r)),
-            side(east, wall_e),
-        );
-        let qy = _mm256_blendv_ps(
-            y,
-            _mm256_max_ps(y, _mm256_add_ps(lo_y, r)),
-            side(north, wall_n),
-        );
-        let qy = _mm256_blendv_ps(
-            qy,
-            _mm256_min_ps(qy, _mm256_sub_ps(hi_y, r)),
-            side(south, wall_s),
-        );
+        // A side is closed at the map's edge, or where the cell beyond it is a wall.
+        let mut closed = |is_edge: __m256i, beyond: __m256i| {
+            let wall = is_wall(beyond, _mm256_andnot_si256(is_edge, all), &mut ok);
+            _mm256_castsi256_ps(_mm256_or_si256(is_edge, wall))
+        };
+        let west = closed(edge(cx, 0), _mm256_sub_epi32(i, ones));
+        let east = closed(edge(cx, w - 1), _mm256_add_epi32(i, ones));
+        let north = closed(edge(cy, 0), _mm256_sub_epi32(i, wv));
+        let south = closed(edge(cy, h - 1), _mm256_add_epi32(i, wv));
+        let qx = _mm256_blendv_ps(x, _mm256_max_ps(x, _mm256_add_ps(lo_x, r)), west);
+        let qx = _mm256_blendv_ps(qx, _mm256_min_ps(qx, _mm256_sub_ps(hi_x, r)), east);
+        let qy = _mm256_blendv_ps(y, _mm256_max_ps(y, _mm256_add_ps(lo_y, r)), north);
+        let qy = _mm256_blendv_ps(qy, _mm256_min_ps(qy, _mm256_sub_ps(hi_y, r)), south);
 
         // A blocked axis stops the velocity along it.
         let (mx, my) = (_mm256_sub_ps(qx, px), _mm256_sub_ps(qy, py));
