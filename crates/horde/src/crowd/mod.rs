@@ -18,28 +18,6 @@ use crate::cost::{CostField, WALL};
 use crate::flow::{FLOW_GOAL, FlowField, FlowSample, NoDirection};
 use crate::grid::{Dir8, Grid};
 
-/// Run `work` on every slot's mutable entries of the given arrays, zipped left to right:
-/// in parallel on rayon's pool with the `parallel` feature, else in slot order. Either way each
-/// call touches only its own slot, so the results are the same bits.
-macro_rules! each_agent {
-    ($work:expr, $first:expr $(, $rest:expr)*) => {{
-        #[cfg(feature = "parallel")]
-        {
-            use rayon::prelude::*;
-            $first
-                .par_iter_mut()
-                $(.zip($rest.par_iter_mut()))*
-                .enumerate()
-                .with_min_len(2048)
-                .for_each($work);
-        }
-        #[cfg(not(feature = "parallel"))]
-        {
-            $first.iter_mut()$(.zip($rest.iter_mut()))*.enumerate().for_each($work);
-        }
-    }};
-}
-
 /// `work(k, (first, rest...))` for every piece `k` of `$size` slots of the arrays, each as
 /// mutable slices (in parallel with `parallel`): for loops over slices, such as those compiled
 /// twice, for the baseline CPU and for x86-64-v3 (see [`Isa`]), or those that vectorise.
@@ -668,11 +646,15 @@ impl Crowd {
         self.groups.resize(live, 0);
         self.flags.resize(live, 0);
         let tags = &scratch[..live];
-        let work = |(k, ((id, group), flags)): (usize, ((&mut u32, &mut u16), &mut u8))| {
-            let tag = tags[k].y.to_bits();
-            (*id, *group, *flags) = (tags[k].x.to_bits(), tag as u16, (tag >> 16) as u8);
+        type Tags<'t> = (usize, ((&'t mut [u32], &'t mut [u16]), &'t mut [u8]));
+        let work = |(c, ((ids, groups), flags)): Tags| {
+            let entries = ids.iter_mut().zip(groups).zip(flags);
+            for (((id, group), flags), tag) in entries.zip(&tags[c * CHUNK..]) {
+                let bits = tag.y.to_bits();
+                (*id, *group, *flags) = (tag.x.to_bits(), bits as u16, (bits >> 16) as u8);
+            }
         };
-        each_agent!(work, self.ids, self.groups, self.flags);
+        each_piece!(CHUNK, work, self.ids, self.groups, self.flags);
         self.states.clear();
         self.states.extend_from_slice(&self.neighbours.states);
         for (k, &id) in self.ids.iter().enumerate() {
@@ -1310,20 +1292,14 @@ fn each_index(n: usize, work: impl Fn(usize) + Sync + Send) {
     (0..n).for_each(work);
 }
 
-/// `out[k] = value(k)` for every `k` (in parallel with `parallel`).
+/// `out[k] = value(k)` for every `k` (in parallel with `parallel`). Piece by piece, each a
+/// plain loop: rayon's per-item iterators cost twice as much per entry here.
 fn fill<T: Send>(out: &mut [T], value: impl Fn(usize) -> T + Sync) {
-    #[cfg(feature = "parallel")]
-    {
-        use rayon::prelude::*;
-        out.par_iter_mut()
-            .enumerate()
-            .with_min_len(4096)
-            .for_each(|(k, o)| *o = value(k));
-    }
-    #[cfg(not(feature = "parallel"))]
-    for (k, o) in out.iter_mut().enumerate() {
-        *o = value(k);
-    }
+    each_chunk(out, CHUNK, |c, piece| {
+        for (k, o) in (c * CHUNK..).zip(piece) {
+            *o = value(k);
+        }
+    });
 }
 
 /// `out[k] = value(order[k])` for every sorted entry `k` (in parallel with `parallel`).
@@ -1343,8 +1319,12 @@ fn unpack<A, B>(
 {
     a.resize(packed.len(), A::default());
     b.resize(packed.len(), B::default());
-    let work = |(k, (a, b)): (usize, (&mut A, &mut B))| (*a, *b) = split(packed[k]);
-    each_agent!(work, a, b);
+    let work = |(c, (a, b)): (usize, (&mut [A], &mut [B]))| {
+        for ((a, b), &v) in a.iter_mut().zip(b).zip(&packed[c * CHUNK..]) {
+            (*a, *b) = split(v);
+        }
+    };
+    each_piece!(CHUNK, work, a, b);
 }
 
 /// The larger of two numbers that are not NaN: one instruction, where `f32::max` needs several

@@ -233,9 +233,19 @@ impl NeighbourGrid {
         self.xs.resize(n, 0.0);
         self.ys.resize(n, 0.0);
         self.states.resize(n, AgentState::Moving);
-        fill(&mut self.xs, |k| positions[slots[k] as usize].x);
-        fill(&mut self.ys, |k| positions[slots[k] as usize].y);
-        fill(&mut self.states, |k| states[slots[k] as usize]);
+        // (One pass over the sort order for the three.)
+        type Snapshot<'s> = (
+            usize,
+            ((&'s mut [f32], &'s mut [f32]), &'s mut [AgentState]),
+        );
+        let work = |(c, ((xs, ys), snapshot_states)): Snapshot| {
+            let entries = xs.iter_mut().zip(ys).zip(snapshot_states);
+            for (((x, y), state), &slot) in entries.zip(&slots[c * CHUNK..]) {
+                let slot = slot as usize;
+                (*x, *y, *state) = (positions[slot].x, positions[slot].y, states[slot]);
+            }
+        };
+        each_piece!(CHUNK, work, self.xs, self.ys, self.states);
         self.xs.extend_from_slice(&[f32::INFINITY; LANES]);
         self.ys.extend_from_slice(&[f32::INFINITY; LANES]);
     }
