@@ -2,7 +2,7 @@
 //! neighbours (DetourCrowd's kernel), the velocity, and the move. Every agent writes only its
 //! own entries and reads the others in the neighbour grid's snapshot, so the loop runs in
 //! pieces on any number of threads, compiled twice and chosen per CPU ([`Isa`]); the x86-64-v3
-//! compilation finishes most agents eight at once (`steer8`).
+//! compilation steps most agents eight at once (`steer8`).
 
 #[cfg(target_arch = "x86_64")]
 use super::steer8::{Walks, lane};
@@ -22,21 +22,21 @@ pub(super) fn coincident_safe_dir(diff: Vec2, d: f32, i: u32, j: u32) -> Vec2 {
 }
 
 /// What an agent learns from its nearest neighbours.
-struct Contacts {
+pub(super) struct Contacts {
     /// DetourCrowd's separation push.
-    push: Vec2,
+    pub(super) push: Vec2,
     /// Touching an arrived agent of its group that is nearer the goal.
-    blocked_by_arrived: bool,
+    pub(super) blocked_by_arrived: bool,
     /// Touching an arrived agent of its group.
-    touching_arrived: bool,
+    pub(super) touching_arrived: bool,
     /// Half of every overlap, as a displacement away from the neighbours.
-    unpenetrate: Vec2,
+    pub(super) unpenetrate: Vec2,
     /// Unit vectors from touching neighbours to the agent.
-    normals: [Vec2; 16],
+    pub(super) normals: [Vec2; 16],
     /// How many of `normals` are set.
-    touching: usize,
+    pub(super) touching: usize,
     /// A lower bound on the distance to every other agent ([`NeighbourGrid::for_each_near`]).
-    clearance: f32,
+    pub(super) clearance: f32,
 }
 
 /// What the second half of an agent's step ([`StepContext::finish`]) takes from the first.
@@ -113,11 +113,12 @@ pub(super) struct AgentRows<'r> {
 pub(super) const PIECE: usize = 1024;
 
 /// Which compilation of the per-agent loops runs: the baseline x86-64 (SSE2) one, or one for
-/// x86-64-v3 (AVX2, BMI1/2, LZCNT: three-operand instructions and bit tricks, and the flow
-/// samples and most agents' second halves eight at once, [`FlowField::bilinear8`] and
-/// [`StepContext::finish8`]: 31 % fewer instructions per agent-step on the spread-out 100,000
-/// crowd, 20 % fewer on a packed one). Rust never fuses a multiply and an add on its own, and the eight-lane code
-/// does the same operations in the same order, so both give the same bits (tested).
+/// x86-64-v3 (AVX2, BMI1/2, LZCNT: three-operand instructions and bit tricks, and most of the
+/// update eight agents at once, [`FlowField::bilinear8`], [`StepContext::start8`] and
+/// [`StepContext::finish8`]: 35 % fewer instructions per agent-step on the spread-out 100,000
+/// crowd, 21 % fewer on a packed one). Rust never fuses a multiply and an add on its own, and
+/// the eight-lane code does the same operations in the same order, so both give the same bits
+/// (tested).
 #[derive(Clone, Copy)]
 pub(super) enum Isa {
     Baseline,
@@ -151,14 +152,15 @@ impl Isa {
     }
 }
 
-/// Slots that the x86-64-v3 update takes together: their flow samples first, then the first
-/// halves of their steps one by one, then the second halves eight at once.
+/// Slots that the x86-64-v3 update takes together: their flow samples, then the first halves
+/// of their steps (but for the neighbour searches), then the second halves, eight at once.
 pub(super) const BLOCK: usize = 8;
 
 /// The update of the living agents among `rows`: one at a time, or with `AVX2` (only in
-/// [`update_rows_v3`]) a block of [`BLOCK`] at a time, their flow samples taken eight at once
-/// ([`FlowField::bilinear8`]) and the second halves of their steps too
-/// ([`StepContext::finish8`]). The bits are the same.
+/// [`update_rows_v3`]) a block of [`BLOCK`] at a time, their flow samples, the first halves of
+/// their steps but for the searches, and the second halves taken eight at once
+/// ([`StepContext::sample8`], [`StepContext::start8`], [`StepContext::finish8`]). The bits are
+/// the same.
 #[inline(always)]
 fn update_rows<const AVX2: bool>(ctx: &StepContext, rows: AgentRows) {
     if !AVX2 {
@@ -176,11 +178,7 @@ fn update_rows<const AVX2: bool>(ctx: &StepContext, rows: AgentRows) {
             (rows.first..).zip(entries)
         {
             if *flags & ALIVE != 0 {
-                let grp = &ctx.groups[ctx.group_of[i] as usize];
-                let sample = match ctx.config.sampling {
-                    Sampling::Nearest => grp.flow.sample_nearest(*pos),
-                    Sampling::Bilinear => grp.flow.bilinear(*pos),
-                };
+                let sample = ctx.sample(i, *pos);
                 let entries = (pos, vel, state, anchor, timer, flags);
                 ctx.start::<false>(i, entries, clear, sample);
             }
@@ -200,7 +198,6 @@ fn update_rows<const AVX2: bool>(ctx: &StepContext, rows: AgentRows) {
     #[cfg(target_arch = "x86_64")]
     let mut walks = Walks::default();
     for ((((((positions, velocities), states), anchors), timers), flags), clearances) in blocks {
-        let samples = ctx.samples::<AVX2>(first, positions, flags);
         #[cfg(target_arch = "x86_64")]
         if AVX2
             && let (Ok(positions), Ok(velocities), Ok(states), Ok(anchors), Ok(timers), Ok(flags)) = (
@@ -212,21 +209,31 @@ fn update_rows<const AVX2: bool>(ctx: &StepContext, rows: AgentRows) {
                 <&mut [u8; BLOCK]>::try_from(&mut *flags),
             )
         {
-            // The first halves one by one, then those left staged eight at once.
             walks.clear();
             let mut rows = (positions, velocities, states, anchors, timers, flags);
-            for l in 0..BLOCK {
-                if rows.5[l] & ALIVE != 0 {
-                    let entries = lane(&mut rows, l);
-                    if let Some(staged) =
-                        ctx.start::<true>(first + l, entries, &mut clearances[l], samples[l])
-                    {
-                        walks.stage(l, &staged);
+            // SAFETY (both calls): `AVX2` is only set by `update_rows_v3`, compiled for
+            // x86-64-v3 (and chosen by `Isa::detect` only where the CPU has it), which
+            // includes AVX2: the only requirement of `sample8`, `start8` and `finish8`.
+            if let Some(eight) = unsafe { ctx.sample8(first, rows.0, rows.5) } {
+                // The first halves eight at once but for the searches.
+                unsafe { ctx.start8(first, &eight, &mut walks, &mut rows, clearances) };
+            } else {
+                // The first halves one by one.
+                for (l, clearance) in clearances.iter_mut().enumerate() {
+                    if rows.5[l] & ALIVE != 0 {
+                        let sample = ctx.sample(first + l, rows.0[l]);
+                        let entries = lane(&mut rows, l);
+                        if let Some(staged) =
+                            ctx.start::<true>(first + l, entries, clearance, sample)
+                        {
+                            walks.stage(l, &staged);
+                        }
                     }
                 }
             }
+            // Then those left staged eight at once.
             if walks.staged != 0 {
-                // SAFETY: as in `samples`: `AVX2` is set only in `update_rows_v3`.
+                // SAFETY: as above.
                 unsafe { ctx.finish8(first, &walks, rows) };
             }
             first += BLOCK;
@@ -239,12 +246,11 @@ fn update_rows<const AVX2: bool>(ctx: &StepContext, rows: AgentRows) {
             .zip(anchors.iter_mut())
             .zip(timers.iter_mut())
             .zip(flags.iter_mut())
-            .zip(clearances.iter_mut())
-            .zip(samples);
-        for (i, (((((((pos, vel), state), anchor), timer), flags), clear), sample)) in
-            (first..).zip(entries)
+            .zip(clearances.iter_mut());
+        for (i, ((((((pos, vel), state), anchor), timer), flags), clear)) in (first..).zip(entries)
         {
             if *flags & ALIVE != 0 {
+                let sample = ctx.sample(i, *pos);
                 let entries = (pos, vel, state, anchor, timer, flags);
                 ctx.start::<false>(i, entries, clear, sample);
             }
@@ -283,7 +289,7 @@ impl StepContext<'_> {
     /// passes through. (The field may go round costly terrain; a line through it would pull the
     /// agent off the field's way at one spot and let it back at the next, and it would swing
     /// between the two.)
-    fn clear_line(&self, a: Vec2, b: Vec2) -> bool {
+    pub(super) fn clear_line(&self, a: Vec2, b: Vec2) -> bool {
         let g = self.grid;
         let (pa, pb) = (g.world_to_grid(a), g.world_to_grid(b));
         let cost = |x: f32, y: f32| {
@@ -315,59 +321,14 @@ impl StepContext<'_> {
         true
     }
 
-    /// The flow samples of the slots `first..first + positions.len()` (at most [`BLOCK`]; a
-    /// dead agent's sample is left at `Goal` and never read). With `AVX2` a full block of
-    /// living agents of one group is sampled eight at once ([`FlowField::bilinear8`]), with
-    /// the same bits.
+    /// The flow sample of agent `i`, standing at `p`, in the crowd's way of sampling.
     #[inline(always)]
-    fn samples<const AVX2: bool>(
-        &self,
-        first: usize,
-        positions: &[Vec2],
-        flags: &[u8],
-    ) -> [FlowSample; BLOCK] {
-        let mut samples = [FlowSample::Goal; BLOCK];
-        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
-        let mut done = 0u32;
-        #[cfg(target_arch = "x86_64")]
-        if AVX2
-            && matches!(self.config.sampling, Sampling::Bilinear)
-            && let (Ok(block), Ok(alive)) = (
-                <&[Vec2; BLOCK]>::try_from(positions),
-                <[u8; BLOCK]>::try_from(flags),
-            )
-            && u64::from_ne_bytes(alive) & u64::from_ne_bytes([ALIVE; 8])
-                == u64::from_ne_bytes([ALIVE; 8])
-        {
-            let group = self.group_of[first];
-            if self.group_of[first..first + BLOCK]
-                .iter()
-                .all(|&g| g == group)
-            {
-                let (mut xs, mut ys) = ([0.0; BLOCK], [0.0; BLOCK]);
-                // SAFETY: `AVX2` is only set by `update_rows_v3`, compiled for x86-64-v3 (and
-                // chosen by `Isa::detect` only where the CPU has it), which includes AVX2: the
-                // only requirement of `bilinear8`.
-                done = unsafe {
-                    self.groups[group as usize]
-                        .flow
-                        .bilinear8(block, &mut xs, &mut ys)
-                };
-                for (l, sample) in samples.iter_mut().enumerate() {
-                    *sample = FlowSample::Direction(Vec2::new(xs[l], ys[l]));
-                }
-            }
+    pub(super) fn sample(&self, i: usize, p: Vec2) -> FlowSample {
+        let grp = &self.groups[self.group_of[i] as usize];
+        match self.config.sampling {
+            Sampling::Nearest => grp.flow.sample_nearest(p),
+            Sampling::Bilinear => grp.flow.bilinear(p),
         }
-        for (l, (&p, &f)) in positions.iter().zip(flags).enumerate() {
-            if done >> l & 1 == 0 && f & ALIVE != 0 {
-                let grp = &self.groups[self.group_of[first + l] as usize];
-                samples[l] = match self.config.sampling {
-                    Sampling::Nearest => grp.flow.sample_nearest(p),
-                    Sampling::Bilinear => grp.flow.bilinear(p),
-                };
-            }
-        }
-        samples
     }
 
     /// One agent's step, written into its own entries: where it wants to go and who it touches
@@ -377,7 +338,7 @@ impl StepContext<'_> {
     /// everyone) is left where it stands with its entries unchanged but its clearance, and
     /// returned [`Staged`], so that eight agents can finish at once (`finish8`).
     #[inline(always)]
-    fn start<const STAGE: bool>(
+    pub(super) fn start<const STAGE: bool>(
         &self,
         i: usize,
         entries: Entries,
@@ -420,7 +381,7 @@ impl StepContext<'_> {
         if state == AgentState::Moving
             && dist_goal <= cfg.line_of_sight_range
             && dist_goal > 1e-6
-            && self.goal_cell(grp, p)
+            && self.goal_cell(grp)
             && self.clear_line(p, grp.goal)
         {
             desired = to_goal / dist_goal;
@@ -590,7 +551,7 @@ impl StepContext<'_> {
 
     /// True if the agent's flow field has a goal cell at the group's goal position (so a straight
     /// line at the goal point heads for that goal).
-    fn goal_cell(&self, grp: &Group, _p: Vec2) -> bool {
+    pub(super) fn goal_cell(&self, grp: &Group) -> bool {
         self.grid
             .world_to_cell(grp.goal)
             .is_some_and(|c| grp.flow.byte(c) == Some(FLOW_GOAL))
@@ -599,7 +560,7 @@ impl StepContext<'_> {
     /// The separation push and the contacts with the nearest neighbours.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn separation(
+    pub(super) fn separation(
         &self,
         i: usize,
         p: Vec2,
@@ -718,7 +679,8 @@ mod tests {
         // The x86-64-v3 compilation of the per-agent loops (where this CPU has it, with its
         // eight-at-once flow samples and finishes) against the baseline one, on crowds that
         // spread, pack, arrive, get stuck, have no way and slide along walls, with both ways
-        // of reading arrows and three groups: every entry of every agent.
+        // of reading arrows and three groups: every entry of every agent, and the clearances
+        // the steps keep.
         let (cost, walkable, target, f) = scattered_scene(48, 23);
         let goal = cost.grid().cell_center(target);
         let other_cell = walkable[walkable.len() / 3];
@@ -743,28 +705,48 @@ mod tests {
             },
             Group { flow: &f3, goal },
         ];
-        for round in 0..4 {
-            let sampling = [Sampling::Bilinear, Sampling::Nearest][round % 2];
-            // The last round slows down over a long way and arrives late.
-            let (arrival_radius, slowdown_radius) =
-                if round == 3 { (0.2, 8.0) } else { (1.5, 3.0) };
+        for round in 0..6 {
+            let sampling = match round {
+                1 | 3 => Sampling::Nearest,
+                _ => Sampling::Bilinear,
+            };
+            // The fourth round slows down over a long way and arrives late. The last one does
+            // not slow down and gets stuck soon, so that agents held up behind those that
+            // arrived, beyond the pile, arrive because they touch them.
+            let (arrival_radius, slowdown_radius, stuck_time) = match round {
+                3 => (0.2, 8.0, 3.0),
+                5 => (1.5, 0.0, 0.5),
+                _ => (1.5, 3.0, 3.0),
+            };
             let config = CrowdConfig {
                 sampling,
                 arrival_radius,
                 slowdown_radius,
+                stuck_time,
                 ..CrowdConfig::default()
             };
             let mut a = Crowd::new(*cost.grid(), config).unwrap();
             let mut next = uniform(0xb175_0000 + round as u64);
-            let spread = if round == 2 { 6 } else { 1 };
-            for k in 0..1200 {
+            // The third and the last rounds pack everyone into a sixth of the map; the fifth
+            // has few agents, far apart, so that searches are skipped.
+            let spread = if round == 2 || round == 5 { 6 } else { 1 };
+            let agents = if round == 4 { 120 } else { 1200 };
+            for k in 0..agents {
                 let cell = walkable[(next() * walkable.len() as f32) as usize / spread];
                 let offset = (Vec2::new(next(), next()) - 0.5) * 0.8;
+                // Groups by region, so that most blocks of eight slots (sorted by position)
+                // are of one group and start eight at once; the third group on both edges,
+                // so that some of it is cut off its goal.
+                let group = match cell.x * 8 / side {
+                    0 | 7 => 2,
+                    1 | 6 => 1,
+                    _ => 0,
+                };
                 let params = AgentParams {
                     position: cost.grid().cell_center(cell) + offset,
-                    radius: [0.35, 0.2, 0.5][k % 3],
+                    radius: [0.35, 0.2, 0.6][k % 3],
                     max_speed: 1.0 + next() * 5.0,
-                    group: (k % 3) as u16,
+                    group,
                 };
                 a.add_agent(&cost, params).unwrap();
             }
@@ -790,6 +772,10 @@ mod tests {
                 assert_eq!(a.states(), b.states());
                 assert!(timing(&a) == timing(&b), "round {round}, step {step}");
                 assert_eq!(a.flags, b.flags, "round {round}, step {step}");
+                assert!(
+                    a.neighbours.slots == b.neighbours.slots,
+                    "round {round}, step {step}"
+                );
             }
             assert!(a.states().contains(&AgentState::Arrived), "round {round}");
             assert!(a.states().contains(&AgentState::NoPath), "round {round}");

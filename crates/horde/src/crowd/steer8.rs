@@ -1,14 +1,27 @@
-//! The second half of the update ([`StepContext::finish`]) for eight agents at once, in AVX2:
-//! the velocity each steers towards, the acceleration and speed limits, less what heads into
-//! the one or two neighbours each touches, the slide along the walls and the stuck timer. The
-//! same operations in the same order as `finish` (none fused), so the same bits. An agent that
-//! needs what `finish8` does not do (standing off the map, a wall read past the end of the map)
-//! is finished by `finish`.
+//! The update for eight agents at once, in AVX2. The first half ([`StepContext::start`], in
+//! `start8`): the way each wants to go, its arrival, which of them search for neighbours (those
+//! searches, and the rare lines of sight to the goal, go one by one) and the clearances kept.
+//! The second half ([`StepContext::finish`], in `finish8`): the velocity each steers towards,
+//! the acceleration and speed limits, less what heads into the one or two neighbours each
+//! touches, the slide along the walls and the stuck timer. The same operations in the same
+//! order as `start` and `finish` (none fused), so the same bits. An agent that needs what they
+//! do not do (a flow sample off the fast path, more than two touching neighbours, standing off
+//! the map, a wall read past the end of the map) is handed to `start` or `finish`.
 
 use std::arch::x86_64::*;
 
 use super::steer::{BLOCK, Entries, STAGED_NORMALS, Staged, StepContext, Walk};
 use super::*;
+
+/// A block's flow samples taken eight at once ([`FlowField::bilinear8`]): the directions of
+/// the lanes in `done`, all of one group.
+pub(super) struct Samples8 {
+    group: u16,
+    xs: [f32; BLOCK],
+    ys: [f32; BLOCK],
+    /// Bit `l` set if lane `l` was sampled (the others need [`StepContext::sample`]).
+    done: u32,
+}
 
 /// Eight agents' [`Staged`] steps, field by field, and which of them are staged.
 #[derive(Clone, Copy, Default)]
@@ -230,6 +243,243 @@ fn wall_lanes(
 }
 
 impl StepContext<'_> {
+    /// The flow samples of the slots `first..first + 8` eight at once, if the crowd samples
+    /// bilinearly and they are all alive and of one group.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn sample8(
+        &self,
+        first: usize,
+        positions: &[Vec2; BLOCK],
+        flags: &[u8; BLOCK],
+    ) -> Option<Samples8> {
+        let alive = u64::from_ne_bytes([ALIVE; 8]);
+        if !matches!(self.config.sampling, Sampling::Bilinear)
+            || u64::from_ne_bytes(*flags) & alive != alive
+        {
+            return None;
+        }
+        let group = self.group_of[first];
+        if self.group_of[first..first + BLOCK]
+            .iter()
+            .any(|&g| g != group)
+        {
+            return None;
+        }
+        let (mut xs, mut ys) = ([0.0; BLOCK], [0.0; BLOCK]);
+        // (AVX2, `bilinear8`'s only requirement, is enabled here.)
+        let done = self.groups[group as usize]
+            .flow
+            .bilinear8(positions, &mut xs, &mut ys);
+        Some(Samples8 {
+            group,
+            xs,
+            ys,
+            done,
+        })
+    }
+
+    /// [`Self::start`] of the living agents of a block whose samples are `eight`, the slots
+    /// `first..first + 8`, whose entries are `rows`: the lanes `eight` sampled eight at once,
+    /// but for their neighbour searches and lines of sight to the goal, which go one by one;
+    /// the others by `start`. The same operations in the same order as `start`, so the same
+    /// bits. Steps that `finish8` can finish are staged in `walks` (cleared before); the others
+    /// (touching more than [`STAGED_NORMALS`] neighbours) are finished here.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn start8(
+        &self,
+        first: usize,
+        eight: &Samples8,
+        walks: &mut Walks,
+        rows: &mut Rows8,
+        clearances: &mut [u32],
+    ) {
+        let cfg = self.config;
+        let ng = self.neighbours;
+        let grp = &self.groups[eight.group as usize];
+        let done = eight.done;
+        let splat = _mm256_set1_ps;
+        let bits = |m: __m256| _mm256_movemask_ps(m) as u32;
+        let (px, py) = split(rows.0);
+        let to_goal_x = _mm256_sub_ps(splat(grp.goal.x), px);
+        let to_goal_y = _mm256_sub_ps(splat(grp.goal.y), py);
+        let dist_goal = length(to_goal_x, to_goal_y);
+        // Arrival sticks.
+        let mut was_arrived = 0u32;
+        for (l, state) in rows.2.iter().enumerate() {
+            was_arrived |= ((*state == AgentState::Arrived) as u32) << l;
+        }
+        let near_goal = bits(_mm256_cmp_ps::<_CMP_LE_OQ>(
+            dist_goal,
+            splat(cfg.arrival_radius),
+        ));
+        let mut arrived = done & (near_goal | was_arrived);
+        let mut moving = done & !arrived;
+        // Straight at the goal where the line to it is clear.
+        let in_sight = moving
+            & bits(_mm256_cmp_ps::<_CMP_LE_OQ>(
+                dist_goal,
+                splat(cfg.line_of_sight_range),
+            ))
+            & bits(_mm256_cmp_ps::<_CMP_GT_OQ>(dist_goal, splat(1e-6)));
+        let mut straight = 0u32;
+        if in_sight != 0 && self.goal_cell(grp) {
+            let mut rest = in_sight;
+            while rest != 0 {
+                let l = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                if self.clear_line(rows.0[l], grp.goal) {
+                    straight |= 1 << l;
+                }
+            }
+        }
+        let way = |sampled: &[f32; BLOCK], to_goal: __m256| {
+            let straight_on = _mm256_div_ps(to_goal, dist_goal);
+            _mm256_blendv_ps(load(sampled), straight_on, lanes_of(straight))
+        };
+        let (way_x, way_y) = (way(&eight.xs, to_goal_x), way(&eight.ys, to_goal_y));
+        // (Zero, +0, for agents not moving, as `Vec2::ZERO` is.)
+        let desired = |moving: u32| {
+            let keep = lanes_of(moving);
+            (_mm256_and_ps(way_x, keep), _mm256_and_ps(way_y, keep))
+        };
+
+        // Separation: only the lanes whose clearance may not exceed their reach search.
+        // SAFETY: reads 8 bytes from an array of 8.
+        let flags = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(rows.5.as_ptr().cast()) });
+        let levels = _mm256_srli_epi32::<{ CLEARANCE_SHIFT as i32 }>(flags);
+        let known = _mm256_mul_ps(_mm256_cvtepi32_ps(levels), splat(self.clearance_unit));
+        let radius = load(self.radii[first..first + BLOCK].try_into().expect("8"));
+        let reach = _mm256_max_ps(
+            splat(cfg.separation_radius),
+            _mm256_mul_ps(splat(2.0), radius),
+        );
+        let far = bits(_mm256_cmp_ps::<_CMP_GT_OQ>(
+            known,
+            _mm256_add_ps(reach, splat(ng.slack)),
+        ));
+        let search = if cfg.max_neighbours.min(16) == 0 {
+            0
+        } else {
+            done & !far
+        };
+        let pile = self
+            .piles
+            .get(eight.group as usize)
+            .copied()
+            .unwrap_or(cfg.arrival_radius);
+        let zero = [0.0; BLOCK];
+        (walks.push_x, walks.push_y) = (zero, zero);
+        (walks.unpenetrate_x, walks.unpenetrate_y) = (zero, zero);
+        walks.touching = [0; BLOCK];
+        let mut clearance = [0.0; BLOCK];
+        // SAFETY: each store writes 8 floats into an array of 8.
+        unsafe { _mm256_storeu_ps(clearance.as_mut_ptr(), known) };
+        let (mut blocked, mut touching_arrived, mut finished) = (0u32, 0u32, 0u32);
+        if search != 0 {
+            let mut dist = [0.0; BLOCK];
+            let (mut desired_x, mut desired_y) = ([0.0; BLOCK], [0.0; BLOCK]);
+            let (x, y) = desired(moving);
+            // SAFETY: as above.
+            unsafe {
+                _mm256_storeu_ps(dist.as_mut_ptr(), dist_goal);
+                _mm256_storeu_ps(desired_x.as_mut_ptr(), x);
+                _mm256_storeu_ps(desired_y.as_mut_ptr(), y);
+            }
+            let mut rest = search;
+            while rest != 0 {
+                let l = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                let i = first + l;
+                let p = rows.0[l];
+                let state = if moving >> l & 1 != 0 {
+                    AgentState::Moving
+                } else {
+                    AgentState::Arrived
+                };
+                let contact =
+                    self.separation(i, p, self.radii[i], state, grp.goal, dist[l], clearance[l]);
+                clearance[l] = contact.clearance;
+                (walks.push_x[l], walks.push_y[l]) = (contact.push.x, contact.push.y);
+                walks.unpenetrate_x[l] = contact.unpenetrate.x;
+                walks.unpenetrate_y[l] = contact.unpenetrate.y;
+                blocked |= (contact.blocked_by_arrived as u32) << l;
+                touching_arrived |= (contact.touching_arrived as u32) << l;
+                if contact.touching > STAGED_NORMALS {
+                    // Finished now, as `start` finishes it.
+                    let (mut state, mut desired) = (state, Vec2::new(desired_x[l], desired_y[l]));
+                    if state == AgentState::Moving && contact.blocked_by_arrived && dist[l] <= pile
+                    {
+                        state = AgentState::Arrived;
+                        desired = Vec2::ZERO;
+                    }
+                    let walk = Walk {
+                        desired,
+                        push: contact.push,
+                        unpenetrate: contact.unpenetrate,
+                        dist_goal: dist[l],
+                        pile,
+                        touching_arrived: contact.touching_arrived,
+                    };
+                    let normals = &contact.normals[..contact.touching];
+                    self.finish(i, &walk, state, normals, lane(rows, l));
+                    finished |= 1 << l;
+                } else {
+                    walks.touching[l] = contact.touching as u8;
+                    // (Most agents of a spread-out crowd touch no one.)
+                    if contact.touching > 0 {
+                        for (normal, n) in walks.normals.iter_mut().zip(&contact.normals) {
+                            (normal.0[l], normal.1[l]) = (n.x, n.y);
+                        }
+                    }
+                }
+            }
+        }
+        // Measured on the snapshot the step starts from.
+        let kept = _mm256_add_ps(
+            _mm256_min_ps(load(&clearance), splat(ng.cap)),
+            splat(ng.moved),
+        );
+        let mut kept_bits = [0u32; BLOCK];
+        // SAFETY: writes 8 floats' bits into an array of 8.
+        unsafe { _mm256_storeu_si256(kept_bits.as_mut_ptr().cast(), _mm256_castps_si256(kept)) };
+        let mut rest = done;
+        while rest != 0 {
+            let l = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            clearances[l] = kept_bits[l];
+        }
+        // A moving agent pressed against an arrived one nearer the goal arrives too.
+        let piled = moving & blocked & bits(_mm256_cmp_ps::<_CMP_LE_OQ>(dist_goal, splat(pile)));
+        (moving, arrived) = (moving & !piled, arrived | piled);
+
+        let staged = done & !finished;
+        let (x, y) = desired(moving);
+        // SAFETY: each store writes 8 floats into an array of 8.
+        unsafe {
+            _mm256_storeu_ps(walks.desired_x.as_mut_ptr(), x);
+            _mm256_storeu_ps(walks.desired_y.as_mut_ptr(), y);
+            _mm256_storeu_ps(walks.dist_goal.as_mut_ptr(), dist_goal);
+            _mm256_storeu_ps(walks.pile.as_mut_ptr(), splat(pile));
+        }
+        walks.staged |= staged;
+        walks.moving |= moving & staged;
+        walks.arrived |= arrived & staged;
+        walks.touching_arrived |= touching_arrived & staged;
+
+        // The lanes not sampled here, one by one.
+        let mut rest = !done & ((1 << BLOCK) - 1);
+        while rest != 0 {
+            let l = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let sample = self.sample(first + l, rows.0[l]);
+            if let Some(staged) =
+                self.start::<true>(first + l, lane(rows, l), &mut clearances[l], sample)
+            {
+                walks.stage(l, &staged);
+            }
+        }
+    }
+
     /// [`Self::finish`] of the agents staged in `walks`, the slots `first..first + 8`, whose
     /// entries are `rows`.
     #[target_feature(enable = "avx2")]
