@@ -393,7 +393,7 @@ impl StepContext<'_> {
         // Separation from the k nearest neighbours (DetourCrowd's kernel).
         // The clearance kept from the last step, still a lower bound: no one moved since.
         let known = (*flags >> CLEARANCE_SHIFT) as f32 * self.clearance_unit;
-        let contact = self.separation(i, p, radius, state, grp.goal, dist_goal, known);
+        let contact = self.separation::<false>(i, p, radius, state, grp.goal, dist_goal, known);
         // Measured on the snapshot the step starts from.
         let ng = self.neighbours;
         *clearance = (smaller(contact.clearance, ng.cap) + ng.moved).to_bits();
@@ -557,10 +557,12 @@ impl StepContext<'_> {
             .is_some_and(|c| grp.flow.byte(c) == Some(FLOW_GOAL))
     }
 
-    /// The separation push and the contacts with the nearest neighbours.
+    /// The separation push and the contacts with the nearest neighbours. With `SEARCH` the
+    /// caller has found that the agent searches (`max_neighbours` is above 0 and `known`, its
+    /// clearance, does not exceed its reach); without, that is checked here.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    pub(super) fn separation(
+    pub(super) fn separation<const SEARCH: bool>(
         &self,
         i: usize,
         p: Vec2,
@@ -583,7 +585,7 @@ impl StepContext<'_> {
             clearance: known,
         };
         let reach = larger(cfg.separation_radius, 2.0 * radius);
-        if k == 0 || known > reach + ng.slack {
+        if !SEARCH && (k == 0 || known > reach + ng.slack) {
             // No one to push (or no one in reach: the search would find nobody).
             return contacts;
         }

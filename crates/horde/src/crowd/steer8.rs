@@ -396,8 +396,9 @@ impl StepContext<'_> {
                 } else {
                     AgentState::Arrived
                 };
+                let (radius, known) = (self.radii[i], clearance[l]);
                 let contact =
-                    self.separation(i, p, self.radii[i], state, grp.goal, dist[l], clearance[l]);
+                    self.separation::<true>(i, p, radius, state, grp.goal, dist[l], known);
                 clearance[l] = contact.clearance;
                 (walks.push_x[l], walks.push_y[l]) = (contact.push.x, contact.push.y);
                 walks.unpenetrate_x[l] = contact.unpenetrate.x;
