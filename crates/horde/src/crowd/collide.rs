@@ -104,7 +104,7 @@ impl Crowd {
             for &i in &self.marked {
                 let i = i as usize;
                 self.flags[i] &= !MARKED;
-                push_apart::<CLEARANCE>(
+                push_apart::<CLEARANCE, false>(
                     &self.neighbours,
                     &self.radii,
                     &ctx,
@@ -304,7 +304,7 @@ impl Crowd {
 /// every agent it overlaps in the snapshot, its clearance, and the flag if it was pushed.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn push_apart<const CLEARANCE: bool>(
+fn push_apart<const CLEARANCE: bool, const AVX2: bool>(
     ng: &NeighbourGrid,
     radii: &[f32],
     walls: &WallContext,
@@ -326,7 +326,7 @@ fn push_apart<const CLEARANCE: bool>(
     // everyone in the cells searched costs more than the later searches it would save.
     let mut nearest2 = within * within;
     // Slot j is the grid's entry j (the step sorted the agents).
-    ng.for_each_near::<false>(p, i, within, |j, diff, d2| {
+    ng.for_each_near_in::<false, AVX2>(p, i, within, |j, diff, d2| {
         nearest2 = smaller(nearest2, d2);
         let touch = r + radii[j];
         if d2 < touch * touch {
@@ -404,7 +404,9 @@ impl Isa {
         clearances: &mut [u32],
     ) {
         match self {
-            Isa::Baseline => pass_rows::<CLEARANCE>(ctx, first, positions, flags, clearances),
+            Isa::Baseline => {
+                pass_rows::<CLEARANCE, false>(ctx, first, positions, flags, clearances)
+            }
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as in `Isa::update`.
             Isa::V3 => unsafe {
@@ -415,7 +417,7 @@ impl Isa {
 }
 
 #[inline(always)]
-fn pass_rows<const CLEARANCE: bool>(
+fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
     ctx: &PassContext,
     first: usize,
     positions: &mut [Vec2],
@@ -432,7 +434,9 @@ fn pass_rows<const CLEARANCE: bool>(
             // (Left set if the last pass pushed too many to list.)
             *flags &= !PUSHED;
             if *flags & ALIVE != 0 && ctx.marks.is_none_or(|marks| marks.get(i)) {
-                push_apart::<CLEARANCE>(ng, radii, &ctx.walls, may_skip, i, pos, flags, clear);
+                push_apart::<CLEARANCE, AVX2>(
+                    ng, radii, &ctx.walls, may_skip, i, pos, flags, clear,
+                );
             }
         }
         return;
@@ -467,7 +471,7 @@ fn pass_rows<const CLEARANCE: bool>(
             search &= search - 1;
             let i = first + b * BLOCK + l;
             let (pos, flags, clear) = (&mut positions[l], &mut flags[l], &mut clearances[l]);
-            push_apart::<CLEARANCE>(ng, ctx.radii, &ctx.walls, false, i, pos, flags, clear);
+            push_apart::<CLEARANCE, AVX2>(ng, ctx.radii, &ctx.walls, false, i, pos, flags, clear);
         }
     }
     let entries = positions[whole..]
@@ -477,7 +481,7 @@ fn pass_rows<const CLEARANCE: bool>(
     for (i, ((pos, flags), clear)) in (first + whole..).zip(entries) {
         *flags &= !PUSHED;
         if *flags & ALIVE != 0 {
-            push_apart::<CLEARANCE>(ng, radii, &ctx.walls, may_skip, i, pos, flags, clear);
+            push_apart::<CLEARANCE, AVX2>(ng, radii, &ctx.walls, may_skip, i, pos, flags, clear);
         }
     }
 }
@@ -521,7 +525,7 @@ fn pass_rows_v3<const CLEARANCE: bool>(
     flags: &mut [u8],
     clearances: &mut [u32],
 ) {
-    pass_rows::<CLEARANCE>(ctx, first, positions, flags, clearances)
+    pass_rows::<CLEARANCE, true>(ctx, first, positions, flags, clearances)
 }
 
 impl Isa {

@@ -70,6 +70,19 @@ impl NeighbourGrid {
         p: Vec2,
         me: usize,
         within: f32,
+        visit: impl FnMut(usize, Vec2, f32),
+    ) -> f32 {
+        self.for_each_near_in::<CLEARANCE, false>(p, me, within, visit)
+    }
+
+    /// [`Self::for_each_near`], measuring with AVX2 if `AVX2` (in one register, where SSE takes
+    /// two; the same bits). Only code compiled for x86-64-v3 may set `AVX2`.
+    #[inline(always)]
+    pub(super) fn for_each_near_in<const CLEARANCE: bool, const AVX2: bool>(
+        &self,
+        p: Vec2,
+        me: usize,
+        within: f32,
         mut visit: impl FnMut(usize, Vec2, f32),
     ) -> f32 {
         let within2 = within * within;
@@ -89,7 +102,17 @@ impl NeighbourGrid {
                 let ys: &[f32; LANES] = self.ys[e..e + LANES].try_into().expect("padded");
                 // Lanes past `end` are entries of other cells or padding: true distances to
                 // someone, or infinite, so they may lower the clearance but never wrongly.
-                let mask = near_mask(p, xs, ys, within2, me.wrapping_sub(e), &mut nearest2);
+                let own = me.wrapping_sub(e);
+                #[cfg(target_arch = "x86_64")]
+                let mask = if AVX2 {
+                    // SAFETY: `AVX2`, `near_mask8`'s only requirement, is set only by callers
+                    // compiled for x86-64-v3, which run only where the CPU has it.
+                    unsafe { near_mask8(p, xs, ys, within2, own, &mut nearest2) }
+                } else {
+                    near_mask(p, xs, ys, within2, own, &mut nearest2)
+                };
+                #[cfg(not(target_arch = "x86_64"))]
+                let mask = near_mask(p, xs, ys, within2, own, &mut nearest2);
                 // Without a branch: whether a block is the last of its run is a coin toss.
                 let mut mask = mask & ((1 << (end - e).min(LANES)) - 1);
                 any |= mask;
@@ -701,6 +724,38 @@ fn near_mask(
     }
 }
 
+/// [`near_mask`] in one AVX2 register: the same operations, so the same bits.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn near_mask8(
+    p: Vec2,
+    xs: &[f32; LANES],
+    ys: &[f32; LANES],
+    within2: f32,
+    own: usize,
+    least: &mut Least,
+) -> u32 {
+    use std::arch::x86_64::*;
+    // SAFETY: each unaligned load reads the 8 floats of an array of 8 (the positions, a row of
+    // `OWN_LANE`). `near_mask_agrees_with_the_scalar_distance` covers this.
+    let (x, y, skip) = unsafe {
+        (
+            _mm256_loadu_ps(xs.as_ptr()),
+            _mm256_loadu_ps(ys.as_ptr()),
+            _mm256_loadu_ps(OWN_LANE[own.min(LANES)].as_ptr()),
+        )
+    };
+    let dx = _mm256_sub_ps(_mm256_set1_ps(p.x), x);
+    let dy = _mm256_sub_ps(_mm256_set1_ps(p.y), y);
+    let d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
+    // Infinity in the own lane, so that it is neither near nor the least.
+    let d2 = _mm256_add_ps(d2, skip);
+    let (a, b) = (_mm256_castps256_ps128(d2), _mm256_extractf128_ps::<1>(d2));
+    least.lanes = _mm_min_ps(least.lanes, _mm_min_ps(a, b));
+    _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OS>(d2, _mm256_set1_ps(within2))) as u32
+}
+
 /// Row `l` is infinite in lane `l` only (row [`LANES`] nowhere), for [`near_mask`].
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 static OWN_LANE: [[f32; LANES]; LANES + 1] = {
@@ -781,6 +836,19 @@ mod tests {
             );
             if own < LANES {
                 assert_eq!(mask >> own & 1, 0, "round {round}");
+            }
+            // The AVX2 one, where this CPU has it.
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                let mut least8 = Least::none();
+                // SAFETY: the CPU has AVX2, `near_mask8`'s only requirement.
+                let mask8 = unsafe { near_mask8(p, &xs, &ys, within2, own, &mut least8) };
+                assert_eq!(mask8, want_mask, "round {round}");
+                assert_eq!(
+                    least8.value().to_bits(),
+                    want_least.to_bits(),
+                    "round {round}"
+                );
             }
         }
     }

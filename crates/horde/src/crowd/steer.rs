@@ -393,7 +393,9 @@ impl StepContext<'_> {
         // Separation from the k nearest neighbours (DetourCrowd's kernel).
         // The clearance kept from the last step, still a lower bound: no one moved since.
         let known = (*flags >> CLEARANCE_SHIFT) as f32 * self.clearance_unit;
-        let contact = self.separation::<false>(i, p, radius, state, grp.goal, dist_goal, known);
+        // (`STAGE` only in the x86-64-v3 compilation.)
+        let contact =
+            self.separation::<false, STAGE>(i, p, radius, state, grp.goal, dist_goal, known);
         // Measured on the snapshot the step starts from.
         let ng = self.neighbours;
         *clearance = (smaller(contact.clearance, ng.cap) + ng.moved).to_bits();
@@ -559,10 +561,11 @@ impl StepContext<'_> {
 
     /// The separation push and the contacts with the nearest neighbours. With `SEARCH` the
     /// caller has found that the agent searches (`max_neighbours` is above 0 and `known`, its
-    /// clearance, does not exceed its reach); without, that is checked here.
+    /// clearance, does not exceed its reach); without, that is checked here. `AVX2` (set only
+    /// in the x86-64-v3 compilation) measures with AVX2 ([`NeighbourGrid::for_each_near_in`]).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    pub(super) fn separation<const SEARCH: bool>(
+    pub(super) fn separation<const SEARCH: bool, const AVX2: bool>(
         &self,
         i: usize,
         p: Vec2,
@@ -614,9 +617,9 @@ impl StepContext<'_> {
             }
         };
         contacts.clearance = if self.track_clearances {
-            ng.for_each_near::<true>(p, i, reach, visit)
+            ng.for_each_near_in::<true, AVX2>(p, i, reach, visit)
         } else {
-            ng.for_each_near::<false>(p, i, reach, visit)
+            ng.for_each_near_in::<false, AVX2>(p, i, reach, visit)
         };
         let mut sum = Vec2::ZERO;
         let mut unpenetrate = Vec2::ZERO;

@@ -398,7 +398,7 @@ impl StepContext<'_> {
                 };
                 let (radius, known) = (self.radii[i], clearance[l]);
                 let contact =
-                    self.separation::<true>(i, p, radius, state, grp.goal, dist[l], known);
+                    self.separation::<true, true>(i, p, radius, state, grp.goal, dist[l], known);
                 clearance[l] = contact.clearance;
                 (walks.push_x[l], walks.push_y[l]) = (contact.push.x, contact.push.y);
                 walks.unpenetrate_x[l] = contact.unpenetrate.x;
