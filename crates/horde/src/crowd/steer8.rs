@@ -191,6 +191,15 @@ fn clamp_length_max(x: __m256, y: __m256, max: __m256) -> (__m256, __m256) {
     )
 }
 
+/// Bit `l` of `bits` (of the low 8) as bit 0 of byte `l`.
+#[inline(always)]
+fn spread(bits: u32) -> u64 {
+    // Byte l keeps bit l of the copy it gets, which is then 0 or not; adding 0x7f carries
+    // into the byte's top bit exactly when it is not.
+    let picked = (bits as u8 as u64).wrapping_mul(0x0101_0101_0101_0101) & 0x8040_2010_0804_0201;
+    ((picked + 0x7f7f_7f7f_7f7f_7f7f) & 0x8080_8080_8080_8080) >> 7
+}
+
 /// All ones in the lanes whose bits are set in `bits`, zeros in the others.
 #[inline]
 #[target_feature(enable = "avx2")]
@@ -440,15 +449,10 @@ impl StepContext<'_> {
             _mm256_min_ps(load(&clearance), splat(ng.cap)),
             splat(ng.moved),
         );
-        let mut kept_bits = [0u32; BLOCK];
+        // (In every lane: those not sampled here are written again below.)
+        let clearances: &mut [u32; BLOCK] = clearances.try_into().expect("a block");
         // SAFETY: writes 8 floats' bits into an array of 8.
-        unsafe { _mm256_storeu_si256(kept_bits.as_mut_ptr().cast(), _mm256_castps_si256(kept)) };
-        let mut rest = done;
-        while rest != 0 {
-            let l = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
-            clearances[l] = kept_bits[l];
-        }
+        unsafe { _mm256_storeu_si256(clearances.as_mut_ptr().cast(), _mm256_castps_si256(kept)) };
         // A moving agent pressed against an arrived one nearer the goal arrives too.
         let piled = moving & blocked & bits(_mm256_cmp_ps::<_CMP_LE_OQ>(dist_goal, splat(pile)));
         (moving, arrived) = (moving & !piled, arrived | piled);
@@ -743,15 +747,24 @@ impl StepContext<'_> {
                 _mm256_blendv_ps(load(timers), timer, done_lanes),
             );
         }
-        for l in 0..BLOCK {
+        // The flags eight at once, as bytes of one word.
+        let word = u64::from_ne_bytes(*flags);
+        let set = (spread(stuck) * STUCK as u64) | (spread(pushed) * PUSHED as u64);
+        let finished = spread(done) * 0xff;
+        let kept = (word & (spread(u32::MAX) * ALIVE as u64)) | set;
+        *flags = ((word & !finished) | (kept & finished)).to_ne_bytes();
+        // Arrived if it arrives now or had, moving if it was and does not arrive, else no way.
+        let (arrived, moving) = (arrive | walks.arrived, walks.moving & !arrive);
+        const BY_CODE: [AgentState; 4] = [
+            AgentState::NoPath,
+            AgentState::Moving,
+            AgentState::Arrived,
+            AgentState::Arrived,
+        ];
+        for (l, state) in states.iter_mut().enumerate() {
+            let code = (moving >> l & 1) | (arrived >> l & 1) << 1;
             if done >> l & 1 != 0 {
-                let bit = |set: u32, flag: u8| if set >> l & 1 != 0 { flag } else { 0 };
-                flags[l] = flags[l] & ALIVE | bit(stuck, STUCK) | bit(pushed, PUSHED);
-                states[l] = if arrive >> l & 1 != 0 {
-                    AgentState::Arrived
-                } else {
-                    walks.state(l)
-                };
+                *state = BY_CODE[code as usize];
             }
         }
         self.finish_rest(
