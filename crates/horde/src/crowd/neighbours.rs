@@ -141,6 +141,128 @@ impl NeighbourGrid {
         smaller(nearest2.sqrt(), side * self.cell - self.drift)
     }
 
+    /// [`Self::for_each_near`] with `CLEARANCE` of the agents of entries `first + l` for the
+    /// lanes `l` set in `lanes`, standing at `points[l]`, each within `within[l]`, at once, for
+    /// agents that mostly find no one: the lanes whose search would visit someone, and for each
+    /// of the others the clearance its search would return, with the same bits. `None` if their
+    /// searched cells together hold too many entries for this to pay.
+    ///
+    /// One pass over the entries of the box round all their searched cells, each measured
+    /// against the eight agents in one AVX2 register, as `near_mask` measures. Someone within
+    /// reach of an agent stands in its own searched cells, so the lanes that find someone are
+    /// those of a search of its own. An agent that finds no one gets the nearest of all the
+    /// entries measured, or the room to its own cells' sides, whichever is less: the entries
+    /// beyond its own cells stand at least that room away, so the least is that of its own
+    /// search, which measures the entries of its cells and a few others.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    pub(super) fn probe8(
+        &self,
+        first: usize,
+        lanes: u32,
+        (px, py): (std::arch::x86_64::__m256, std::arch::x86_64::__m256),
+        within: std::arch::x86_64::__m256,
+    ) -> Option<(u32, std::arch::x86_64::__m256)> {
+        use std::arch::x86_64::*;
+        let splat = _mm256_set1_ps;
+        let infinity = splat(f32::INFINITY);
+        // Each agent's searched cells, as `for_each_near` finds them (`cells_of`).
+        let reach = _mm256_add_ps(
+            _mm256_add_ps(within, splat(self.drift)),
+            splat(0.01 * self.cell),
+        );
+        let grid = |v: __m256, origin: f32, last: f32| {
+            let g = _mm256_mul_ps(_mm256_sub_ps(v, splat(origin)), splat(self.inv_cell));
+            _mm256_min_ps(_mm256_max_ps(g, _mm256_setzero_ps()), splat(last))
+        };
+        let (ox, oy, last) = (self.origin.x, self.origin.y, self.last);
+        let x0 = grid(_mm256_sub_ps(px, reach), ox, last.x);
+        let y0 = grid(_mm256_sub_ps(py, reach), oy, last.y);
+        let x1 = grid(_mm256_add_ps(px, reach), ox, last.x);
+        let y1 = grid(_mm256_add_ps(py, reach), oy, last.y);
+        // The cells round all of them (the grid positions are clamped, and exact as integers
+        // once truncated).
+        let searching = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+            _mm256_and_si256(
+                _mm256_set1_epi32(lanes as i32),
+                _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128),
+            ),
+            _mm256_setzero_si256(),
+        ));
+        let least = |v: __m256| {
+            let v = _mm256_blendv_ps(infinity, v, searching);
+            let v = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+            let v = _mm_min_ps(v, _mm_movehl_ps(v, v));
+            _mm_cvtss_f32(_mm_min_ss(v, _mm_shuffle_ps::<1>(v, v))) as u32
+        };
+        let most = |v: __m256| {
+            let v = _mm256_blendv_ps(_mm256_setzero_ps(), v, searching);
+            let v = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+            let v = _mm_max_ps(v, _mm_movehl_ps(v, v));
+            _mm_cvtss_f32(_mm_max_ss(v, _mm_shuffle_ps::<1>(v, v))) as u32
+        };
+        let (ux0, uy0, ux1, uy1) = (least(x0), least(y0), most(x1), most(y1));
+        let cols = self.cols as usize;
+        let run = |y: u32| {
+            let row = y as usize * cols;
+            self.starts[row + ux0 as usize] as usize..self.starts[row + ux1 as usize + 1] as usize
+        };
+        let total: usize = (uy0..=uy1).map(|y| run(y).len()).sum();
+        if total > 12 * lanes.count_ones() as usize + 16 {
+            return None;
+        }
+        // The nearest entry to each agent but itself. (Someone is within reach if the nearest
+        // is.)
+        let mut nearest = infinity;
+        for y in uy0..=uy1 {
+            let entries = run(y);
+            let (xs, ys) = (&self.xs[entries.clone()], &self.ys[entries.clone()]);
+            for (e, (&x, &y)) in entries.zip(xs.iter().zip(ys)) {
+                let dx = _mm256_sub_ps(px, splat(x));
+                let dy = _mm256_sub_ps(py, splat(y));
+                let mut d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
+                let own = e.wrapping_sub(first);
+                if own < LANES {
+                    // Infinite in the agent's own lane, as in `near_mask`.
+                    // SAFETY: reads 8 floats from a row of `OWN_LANE`.
+                    d2 = _mm256_add_ps(d2, unsafe { _mm256_loadu_ps(OWN_LANE[own].as_ptr()) });
+                }
+                nearest = _mm256_min_ps(nearest, d2);
+            }
+        }
+        let visited = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OS>(
+            nearest,
+            _mm256_mul_ps(within, within),
+        )) as u32
+            & lanes;
+        // Those who found no one: as `for_each_near` ends then (`side_room`), eight at once.
+        let (x0, y0) = (_mm256_cvttps_epi32(x0), _mm256_cvttps_epi32(y0));
+        let ones = _mm256_set1_epi32(1);
+        let x1 = _mm256_add_epi32(_mm256_cvttps_epi32(x1), ones);
+        let y1 = _mm256_add_epi32(_mm256_cvttps_epi32(y1), ones);
+        let gx = _mm256_mul_ps(_mm256_sub_ps(px, splat(ox)), splat(self.inv_cell));
+        let gy = _mm256_mul_ps(_mm256_sub_ps(py, splat(oy)), splat(self.inv_cell));
+        let side = |room: __m256, at: __m256i, edge: i32| {
+            let open = _mm256_cmpeq_epi32(at, _mm256_set1_epi32(edge));
+            _mm256_blendv_ps(room, infinity, _mm256_castsi256_ps(open))
+        };
+        let west = side(_mm256_sub_ps(gx, _mm256_cvtepi32_ps(x0)), x0, 0);
+        let north = side(_mm256_sub_ps(gy, _mm256_cvtepi32_ps(y0)), y0, 0);
+        let east = side(
+            _mm256_sub_ps(_mm256_cvtepi32_ps(x1), gx),
+            x1,
+            self.cols as i32,
+        );
+        let south = side(
+            _mm256_sub_ps(_mm256_cvtepi32_ps(y1), gy),
+            y1,
+            self.rows as i32,
+        );
+        let room = _mm256_min_ps(_mm256_min_ps(west, east), _mm256_min_ps(north, south));
+        let beyond = _mm256_sub_ps(_mm256_mul_ps(room, splat(self.cell)), splat(self.drift));
+        Some((visited, _mm256_min_ps(_mm256_sqrt_ps(nearest), beyond)))
+    }
+
     /// Sort the living agents into the cells of a grid over the box round them. The cell side is
     /// at least `reach` (so the 3 × 3 block round an agent, which `max_overlap` reads, holds
     /// every neighbour in reach) and grows on sparse crowds so that the grid has at most about

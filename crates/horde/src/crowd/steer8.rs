@@ -1,6 +1,8 @@
 //! The update for eight agents at once, in AVX2. The first half ([`StepContext::start`], in
-//! `start8`): the way each wants to go, its arrival, which of them search for neighbours (those
-//! searches, and the rare lines of sight to the goal, go one by one) and the clearances kept.
+//! `start8`): the way each wants to go, its arrival, which of them search for neighbours, who
+//! among those has anyone in reach ([`NeighbourGrid::probe8`], while clearances are kept; the
+//! searches of those who have, and the rare lines of sight to the goal, go one by one) and the
+//! clearances kept.
 //! The second half ([`StepContext::finish`], in `finish8`): the velocity each steers towards,
 //! the acceleration and speed limits, less what heads into the one or two neighbours each
 //! touches, the slide along the walls and the stuck timer. The same operations in the same
@@ -395,6 +397,17 @@ impl StepContext<'_> {
                 _mm256_storeu_ps(desired_y.as_mut_ptr(), y);
             }
             let mut rest = search;
+            if self.track_clearances {
+                // Most agents of a spread-out crowd find no one: all eight at once first, then
+                // only those who find someone search one by one.
+                if let Some((visited, probed)) = ng.probe8(first, search, (px, py), reach) {
+                    let alone = lanes_of(search & !visited);
+                    let kept = _mm256_blendv_ps(load(&clearance), probed, alone);
+                    // SAFETY: writes 8 floats into an array of 8.
+                    unsafe { _mm256_storeu_ps(clearance.as_mut_ptr(), kept) };
+                    rest = search & visited;
+                }
+            }
             while rest != 0 {
                 let l = rest.trailing_zeros() as usize;
                 rest &= rest - 1;
