@@ -278,7 +278,8 @@ pub struct StepStats {
 ///
 /// The per-agent loops (the update and the collision passes) are compiled twice, for baseline
 /// x86-64 and for x86-64-v3 (AVX2, BMI1/2, LZCNT), and each step runs the one the CPU has; the
-/// v3 update steps eight agents at once but for their neighbour searches.
+/// v3 update steps eight agents at once, but for the neighbour searches of those who have anyone
+/// in reach.
 /// Rust never fuses a multiply and an add unasked, and the eight-lane code does the same
 /// operations in the same order, so both give the same bits: positions are the same on any
 /// x86-64 CPU as on any thread count.

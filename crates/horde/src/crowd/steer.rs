@@ -115,8 +115,8 @@ pub(super) const PIECE: usize = 1024;
 /// Which compilation of the per-agent loops runs: the baseline x86-64 (SSE2) one, or one for
 /// x86-64-v3 (AVX2, BMI1/2, LZCNT: three-operand instructions and bit tricks, and most of the
 /// update eight agents at once, [`FlowField::bilinear8`], [`StepContext::start8`] and
-/// [`StepContext::finish8`]: 35 % fewer instructions per agent-step on the spread-out 100,000
-/// crowd, 21 % fewer on a packed one). Rust never fuses a multiply and an add on its own, and
+/// [`StepContext::finish8`]: 45 % fewer instructions per agent-step on the spread-out 100,000
+/// crowd, 25 % fewer on a packed one). Rust never fuses a multiply and an add on its own, and
 /// the eight-lane code does the same operations in the same order, so both give the same bits
 /// (tested).
 #[derive(Clone, Copy)]
