@@ -426,19 +426,7 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
 ) {
     let (ng, radii, may_skip) = (ctx.ng, ctx.radii, ctx.may_skip);
     if !(CLEARANCE && may_skip) || ctx.marks.is_some() {
-        let entries = positions
-            .iter_mut()
-            .zip(flags.iter_mut())
-            .zip(clearances.iter_mut());
-        for (i, ((pos, flags), clear)) in (first..).zip(entries) {
-            // (Left set if the last pass pushed too many to list.)
-            *flags &= !PUSHED;
-            if *flags & ALIVE != 0 && ctx.marks.is_none_or(|marks| marks.get(i)) {
-                push_apart::<CLEARANCE, AVX2>(
-                    ng, radii, &ctx.walls, may_skip, i, pos, flags, clear,
-                );
-            }
-        }
+        pass_one_by_one::<CLEARANCE, AVX2>(ctx, first, positions, flags, clearances);
         return;
     }
     // Eight at a time: first which of them search (most of a spread-out crowd do not), then
@@ -474,13 +462,34 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
             push_apart::<CLEARANCE, AVX2>(ng, ctx.radii, &ctx.walls, false, i, pos, flags, clear);
         }
     }
-    let entries = positions[whole..]
+    let rest = (&mut positions[whole..], &mut flags[whole..]);
+    pass_one_by_one::<CLEARANCE, AVX2>(
+        ctx,
+        first + whole,
+        rest.0,
+        rest.1,
+        &mut clearances[whole..],
+    );
+}
+
+/// [`pass_rows`] one agent at a time.
+#[inline(always)]
+fn pass_one_by_one<const CLEARANCE: bool, const AVX2: bool>(
+    ctx: &PassContext,
+    first: usize,
+    positions: &mut [Vec2],
+    flags: &mut [u8],
+    clearances: &mut [u32],
+) {
+    let (ng, radii, may_skip) = (ctx.ng, ctx.radii, ctx.may_skip);
+    let entries = positions
         .iter_mut()
-        .zip(flags[whole..].iter_mut())
-        .zip(clearances[whole..].iter_mut());
-    for (i, ((pos, flags), clear)) in (first + whole..).zip(entries) {
+        .zip(flags.iter_mut())
+        .zip(clearances.iter_mut());
+    for (i, ((pos, flags), clear)) in (first..).zip(entries) {
+        // (Left set if the last pass pushed too many to list.)
         *flags &= !PUSHED;
-        if *flags & ALIVE != 0 {
+        if *flags & ALIVE != 0 && ctx.marks.is_none_or(|marks| marks.get(i)) {
             push_apart::<CLEARANCE, AVX2>(ng, radii, &ctx.walls, may_skip, i, pos, flags, clear);
         }
     }

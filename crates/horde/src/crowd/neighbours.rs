@@ -142,7 +142,8 @@ impl NeighbourGrid {
     }
 
     /// [`Self::for_each_near`] with `CLEARANCE` of the agents of entries `first + l` for the
-    /// lanes `l` set in `lanes`, standing at `points[l]`, each within `within[l]`, at once, for
+    /// lanes `l` set in `lanes` (not none), standing at `(px[l], py[l])`, each within
+    /// `within[l]`, at once, for
     /// agents that mostly find no one: the lanes whose search would visit someone, and for each
     /// of the others the clearance its search would return, with the same bits. `None` if their
     /// searched cells together hold too many entries for this to pay.

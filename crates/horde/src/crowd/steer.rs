@@ -5,7 +5,7 @@
 //! compilation steps most agents eight at once (`steer8`).
 
 #[cfg(target_arch = "x86_64")]
-use super::steer8::{Walks, lane};
+use super::steer8::Walks;
 use super::*;
 
 /// The unit vector from neighbour `j` to agent `i`; coincident agents split deterministically,
@@ -219,17 +219,8 @@ fn update_rows<const AVX2: bool>(ctx: &StepContext, rows: AgentRows) {
                 unsafe { ctx.start8(first, &eight, &mut walks, &mut rows, clearances) };
             } else {
                 // The first halves one by one.
-                for (l, clearance) in clearances.iter_mut().enumerate() {
-                    if rows.5[l] & ALIVE != 0 {
-                        let sample = ctx.sample(first + l, rows.0[l]);
-                        let entries = lane(&mut rows, l);
-                        if let Some(staged) =
-                            ctx.start::<true>(first + l, entries, clearance, sample)
-                        {
-                            walks.stage(l, &staged);
-                        }
-                    }
-                }
+                let alive = (0..BLOCK).fold(0, |m, l| m | ((rows.5[l] & ALIVE) as u32) << l);
+                ctx.start_lanes(first, alive, &mut walks, &mut rows, clearances);
             }
             // Then those left staged eight at once.
             if walks.staged != 0 {
@@ -321,6 +312,45 @@ impl StepContext<'_> {
         true
     }
 
+    /// How far from the goal of group `group` its pile of arrived agents reaches (from the last
+    /// step).
+    #[inline(always)]
+    pub(super) fn pile(&self, group: u16) -> f32 {
+        let cfg = self.config;
+        self.piles
+            .get(group as usize)
+            .copied()
+            .unwrap_or(cfg.arrival_radius)
+    }
+
+    /// The walk of an agent in `state`, heading `desired`, `dist_goal` from its goal, once its
+    /// `contact`s are known, and its state after them. A moving agent pressed against an
+    /// arrived one that is nearer the goal, within the `pile`, is as close as it will get: it
+    /// arrives too, so a crowd piles up round its flag instead of pushing.
+    #[inline(always)]
+    pub(super) fn walk(
+        &self,
+        mut state: AgentState,
+        mut desired: Vec2,
+        contact: &Contacts,
+        dist_goal: f32,
+        pile: f32,
+    ) -> (AgentState, Walk) {
+        if state == AgentState::Moving && contact.blocked_by_arrived && dist_goal <= pile {
+            state = AgentState::Arrived;
+            desired = Vec2::ZERO;
+        }
+        let walk = Walk {
+            desired,
+            push: contact.push,
+            unpenetrate: contact.unpenetrate,
+            dist_goal,
+            pile,
+            touching_arrived: contact.touching_arrived,
+        };
+        (state, walk)
+    }
+
     /// The flow sample of agent `i`, standing at `p`, in the crowd's way of sampling.
     #[inline(always)]
     pub(super) fn sample(&self, i: usize, p: Vec2) -> FlowSample {
@@ -399,31 +429,8 @@ impl StepContext<'_> {
         // Measured on the snapshot the step starts from.
         let ng = self.neighbours;
         *clearance = (smaller(contact.clearance, ng.cap) + ng.moved).to_bits();
-        let (sep, blocked_by_arrived, unpenetrate) = (
-            contact.push,
-            contact.blocked_by_arrived,
-            contact.unpenetrate,
-        );
-        // A moving agent pressed against an arrived one that is nearer the goal is as close as
-        // it will get: it arrives too, so a crowd piles up round its flag instead of pushing.
-        let pile = self
-            .piles
-            .get(self.group_of[i] as usize)
-            .copied()
-            .unwrap_or(cfg.arrival_radius);
-        if state == AgentState::Moving && blocked_by_arrived && dist_goal <= pile {
-            state = AgentState::Arrived;
-            desired = Vec2::ZERO;
-        }
-
-        let walk = Walk {
-            desired,
-            push: sep,
-            unpenetrate,
-            dist_goal,
-            pile,
-            touching_arrived: contact.touching_arrived,
-        };
+        let pile = self.pile(self.group_of[i]);
+        let (state, walk) = self.walk(state, desired, &contact, dist_goal, pile);
         if STAGE && contact.touching <= STAGED_NORMALS {
             // (Those past `touching` are zero, as `Contacts` starts.)
             let normals = contact.normals[..STAGED_NORMALS]

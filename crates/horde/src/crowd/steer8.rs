@@ -373,11 +373,7 @@ impl StepContext<'_> {
         } else {
             done & !far
         };
-        let pile = self
-            .piles
-            .get(eight.group as usize)
-            .copied()
-            .unwrap_or(cfg.arrival_radius);
+        let pile = self.pile(eight.group);
         let zero = [0.0; BLOCK];
         (walks.push_x, walks.push_y) = (zero, zero);
         (walks.unpenetrate_x, walks.unpenetrate_y) = (zero, zero);
@@ -429,20 +425,8 @@ impl StepContext<'_> {
                 touching_arrived |= (contact.touching_arrived as u32) << l;
                 if contact.touching > STAGED_NORMALS {
                     // Finished now, as `start` finishes it.
-                    let (mut state, mut desired) = (state, Vec2::new(desired_x[l], desired_y[l]));
-                    if state == AgentState::Moving && contact.blocked_by_arrived && dist[l] <= pile
-                    {
-                        state = AgentState::Arrived;
-                        desired = Vec2::ZERO;
-                    }
-                    let walk = Walk {
-                        desired,
-                        push: contact.push,
-                        unpenetrate: contact.unpenetrate,
-                        dist_goal: dist[l],
-                        pile,
-                        touching_arrived: contact.touching_arrived,
-                    };
+                    let desired = Vec2::new(desired_x[l], desired_y[l]);
+                    let (state, walk) = self.walk(state, desired, &contact, dist[l], pile);
                     let normals = &contact.normals[..contact.touching];
                     self.finish(i, &walk, state, normals, lane(rows, l));
                     finished |= 1 << l;
@@ -485,7 +469,21 @@ impl StepContext<'_> {
         walks.touching_arrived |= touching_arrived & staged;
 
         // The lanes not sampled here, one by one.
-        let mut rest = !done & ((1 << BLOCK) - 1);
+        self.start_lanes(first, !done & ((1 << BLOCK) - 1), walks, rows, clearances);
+    }
+
+    /// [`Self::start`] of the lanes set in `lanes` of the block of slots `first..first + 8`,
+    /// whose entries are `rows`, one by one: those it leaves staged are staged in `walks`.
+    #[inline(always)]
+    pub(super) fn start_lanes(
+        &self,
+        first: usize,
+        lanes: u32,
+        walks: &mut Walks,
+        rows: &mut Rows8,
+        clearances: &mut [u32],
+    ) {
+        let mut rest = lanes;
         while rest != 0 {
             let l = rest.trailing_zeros() as usize;
             rest &= rest - 1;
@@ -764,7 +762,7 @@ impl StepContext<'_> {
         let word = u64::from_ne_bytes(*flags);
         let set = (spread(stuck) * STUCK as u64) | (spread(pushed) * PUSHED as u64);
         let finished = spread(done) * 0xff;
-        let kept = (word & (spread(u32::MAX) * ALIVE as u64)) | set;
+        let kept = (word & u64::from_ne_bytes([ALIVE; BLOCK])) | set;
         *flags = ((word & !finished) | (kept & finished)).to_ne_bytes();
         // Arrived if it arrives now or had, moving if it was and does not arrive, else no way.
         let (arrived, moving) = (arrive | walks.arrived, walks.moving & !arrive);
