@@ -545,7 +545,62 @@ impl NeighbourGrid {
             }
             // (Only the listed moved.)
             Some(0.0) => self.refresh_some::<CLEARANCE>(positions, clearances, listed, None),
+            // Without clearances nothing pays for a loose drift but a search's box.
+            _ if !CLEARANCE => self.refresh_unmeasured(positions, partials),
             _ => self.refresh_points::<CLEARANCE>(positions, clearances, partials),
+        }
+    }
+
+    /// [`Self::refresh_points`] without clearances and without measuring the drift: the same
+    /// snapshot and `moved`, and a drift that is the old one plus the largest move along an
+    /// axis, a bound rather than the measure (in a crowd on the march, nearly the same). So no
+    /// cell is walked, and the loop over everyone is a copy. A step's first refresh measures
+    /// the drift again (see `Crowd::refresh_snapshot`), so the bound never outlives the step.
+    fn refresh_unmeasured(&mut self, positions: &[Vec2], partials: &mut Vec<(f32, f32, f32)>) {
+        let n = positions.len();
+        partials.clear();
+        partials.resize(n.div_ceil(CHUNK), (0.0, 0.0, 0.0));
+        type Piece<'p> = (
+            usize,
+            ((&'p mut [f32], &'p mut [f32]), &'p mut (f32, f32, f32)),
+        );
+        let work = |(c, ((xs, ys), part)): Piece| {
+            let (mut along, mut unused) = (0.0f32, 0.0f32);
+            let points = xs.iter_mut().zip(ys.iter_mut());
+            for (&p, (x, y)) in positions[c * CHUNK..].iter().zip(points) {
+                take_move::<false>(p, x, y, &mut 0, &mut along, &mut unused);
+            }
+            part.0 = along;
+        };
+        let (xs, ys) = (&mut self.xs[..n], &mut self.ys[..n]);
+        #[cfg(feature = "parallel")]
+        {
+            use rayon::prelude::*;
+            xs.par_chunks_mut(CHUNK)
+                .zip(ys.par_chunks_mut(CHUNK))
+                .zip(partials.par_iter_mut())
+                .enumerate()
+                .for_each(work);
+        }
+        #[cfg(not(feature = "parallel"))]
+        xs.chunks_mut(CHUNK)
+            .zip(ys.chunks_mut(CHUNK))
+            .zip(partials.iter_mut())
+            .enumerate()
+            .for_each(work);
+        let along = partials.iter().fold(0.0f32, |a, b| a.max(b.0));
+        // Along either axis no one went further than `along` (and the slack covers how the
+        // measure rounds).
+        self.drift += along + self.slack;
+        self.add_moves::<false>(along, 0.0, None);
+        #[cfg(test)]
+        for (k, &p) in positions.iter().enumerate() {
+            let out = self.outside_filed_cell(k, p) * self.cell;
+            assert!(
+                out <= self.drift,
+                "entry {k} stands {out} out, past {}",
+                self.drift
+            );
         }
     }
 
