@@ -162,10 +162,9 @@ impl Crowd {
         self.marks.clear(n);
         let (ng, radii, positions) = (&self.neighbours, &self.radii, &self.positions);
         let (flags, marks) = (&self.flags, &self.marks);
-        each_index(n, |m| {
-            if flags[m] & PUSHED != 0 {
-                ng.for_each_touched(m, positions[m], radii[m], |j| marks.set(j));
-            }
+        let isa = self.isa();
+        each_chunk_of(flags, CHUNK, |c, flags| {
+            isa.mark_touched(ng, c * CHUNK, flags, positions, radii, marks);
         });
         self.neighbours.take_moves::<CLEARANCE>(
             &self.positions,
@@ -268,7 +267,7 @@ impl Crowd {
         let mut fits = true;
         for &m in &self.pushed {
             let m = m as usize;
-            ng.for_each_touched(m, positions[m], radii[m], |j| {
+            ng.for_each_touched::<false>(m, positions[m], radii[m], |j| {
                 if flags[j] & MARKED == 0 {
                     if marked.len() == few {
                         fits = false;
@@ -394,6 +393,24 @@ struct PassContext<'a> {
 }
 
 impl Isa {
+    /// [`mark_rows`] in the compilation this CPU runs.
+    fn mark_touched(
+        self,
+        ng: &NeighbourGrid,
+        first: usize,
+        flags: &[u8],
+        positions: &[Vec2],
+        radii: &[f32],
+        marks: &MarkBits,
+    ) {
+        match self {
+            Isa::Baseline => mark_rows::<false>(ng, first, flags, positions, radii, marks),
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as in `Isa::update`.
+            Isa::V3 => unsafe { mark_rows_v3(ng, first, flags, positions, radii, marks) },
+        }
+    }
+
     /// A collision pass over the slots `first..first + positions.len()`.
     fn pass<const CLEARANCE: bool>(
         self,
@@ -522,6 +539,48 @@ fn far_mask(clear: &[u32; BLOCK], radii: &[f32; BLOCK], less: f32, widest: f32, 
         }
         far
     }
+}
+
+/// For each agent of the slots `first..first + flags.len()` flagged pushed: mark it and
+/// everyone it touched where it stood or touches where it stands (see
+/// [`Crowd::marked_pass`]). The flags are read eight at a time: most words have none.
+#[inline(always)]
+fn mark_rows<const AVX2: bool>(
+    ng: &NeighbourGrid,
+    first: usize,
+    flags: &[u8],
+    positions: &[Vec2],
+    radii: &[f32],
+    marks: &MarkBits,
+) {
+    let any = u64::from_ne_bytes([PUSHED; BLOCK]);
+    for (w, word) in flags.chunks(BLOCK).enumerate() {
+        let mut bytes = [0u8; BLOCK];
+        bytes[..word.len()].copy_from_slice(word);
+        // Bit 2 of byte l to bit l.
+        let mut pushed = (((u64::from_ne_bytes(bytes) & any) >> 2)
+            .wrapping_mul(0x0102_0408_1020_4080)
+            >> 56) as u32;
+        while pushed != 0 {
+            let m = first + w * BLOCK + pushed.trailing_zeros() as usize;
+            pushed &= pushed - 1;
+            ng.for_each_touched::<AVX2>(m, positions[m], radii[m], |j| marks.set(j));
+        }
+    }
+}
+
+/// [`mark_rows`] compiled for x86-64-v3.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+fn mark_rows_v3(
+    ng: &NeighbourGrid,
+    first: usize,
+    flags: &[u8],
+    positions: &[Vec2],
+    radii: &[f32],
+    marks: &MarkBits,
+) {
+    mark_rows::<true>(ng, first, flags, positions, radii, marks)
 }
 
 /// [`pass_rows`] compiled for x86-64-v3.

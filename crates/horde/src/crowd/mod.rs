@@ -1282,15 +1282,20 @@ fn each_chunk<T: Send>(out: &mut [T], width: usize, work: impl Fn(usize, &mut [T
     }
 }
 
-/// `work(k)` for every `k` in `0..n` (in parallel with `parallel`).
-fn each_index(n: usize, work: impl Fn(usize) + Sync + Send) {
+/// `work(c, piece)` for each piece of `width` of `items` (in parallel with `parallel`).
+fn each_chunk_of<T: Sync>(items: &[T], width: usize, work: impl Fn(usize, &[T]) + Sync) {
     #[cfg(feature = "parallel")]
     {
         use rayon::prelude::*;
-        (0..n).into_par_iter().with_min_len(2048).for_each(work);
+        items
+            .par_chunks(width)
+            .enumerate()
+            .for_each(|(c, o)| work(c, o));
     }
     #[cfg(not(feature = "parallel"))]
-    (0..n).for_each(work);
+    for (c, o) in items.chunks(width).enumerate() {
+        work(c, o);
+    }
 }
 
 /// `out[k] = value(k)` for every `k` (in parallel with `parallel`). Piece by piece, each a

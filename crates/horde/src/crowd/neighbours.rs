@@ -687,7 +687,9 @@ impl NeighbourGrid {
     /// Call `mark` for entry `m`, which moved to `is` since the snapshot was taken, and for
     /// every entry that touched it where it stood or touches it where it stands (rounding
     /// aside): everyone whose push its move can change. `radius` is its radius.
-    pub(super) fn for_each_touched(
+    /// (`AVX2` as in [`Self::for_each_near_in`].)
+    #[inline(always)]
+    pub(super) fn for_each_touched<const AVX2: bool>(
         &self,
         m: usize,
         is: Vec2,
@@ -696,7 +698,7 @@ impl NeighbourGrid {
     ) {
         let within = radius + self.widest + (is - self.point(m)).length() + self.slack;
         mark(m);
-        self.for_each_near::<false>(is, m, within, |j, _, _| mark(j));
+        self.for_each_near_in::<false, AVX2>(is, m, within, |j, _, _| mark(j));
     }
 
     /// Position of a sorted entry.
