@@ -442,6 +442,13 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
     clearances: &mut [u32],
 ) {
     let (ng, radii, may_skip) = (ctx.ng, ctx.radii, ctx.may_skip);
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 && !CLEARANCE && may_skip && ctx.marks.is_none() {
+        // SAFETY: `AVX2` is set only by callers compiled for x86-64-v3, which run only where
+        // the CPU has it.
+        unsafe { pass_rows_probed(ctx, first, positions, flags, clearances) };
+        return;
+    }
     if !(CLEARANCE && may_skip) || ctx.marks.is_some() {
         pass_one_by_one::<CLEARANCE, AVX2>(ctx, first, positions, flags, clearances);
         return;
@@ -487,6 +494,71 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
         rest.1,
         &mut clearances[whole..],
     );
+}
+
+/// [`pass_rows`] without clearances (a dense crowd, where nearly everyone has someone in
+/// reach of a step's search but most touch no one after it): eight agents at a time, first
+/// which of them have anyone within touching reach, in one pass over the entries round all
+/// eight ([`NeighbourGrid::probe8`]), then only those search. Those who have no one would get
+/// no push, so the bits are those of a search each.
+///
+/// # Safety
+/// The CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+unsafe fn pass_rows_probed(
+    ctx: &PassContext,
+    first: usize,
+    positions: &mut [Vec2],
+    flags: &mut [u8],
+    clearances: &mut [u32],
+) {
+    use std::arch::x86_64::*;
+    let (ng, radii) = (ctx.ng, ctx.radii);
+    let n = positions.len();
+    let whole = n - n % BLOCK;
+    let blocks = positions[..whole]
+        .chunks_exact_mut(BLOCK)
+        .zip(flags[..whole].chunks_exact_mut(BLOCK))
+        .zip(clearances[..whole].chunks_exact_mut(BLOCK));
+    for (b, ((positions, flags), clearances)) in blocks.enumerate() {
+        let block = first + b * BLOCK;
+        let flags: &mut [u8; BLOCK] = flags.try_into().expect("8");
+        // (Left set if the last pass pushed too many to list.)
+        let word = u64::from_ne_bytes(*flags) & !u64::from_ne_bytes([PUSHED; BLOCK]);
+        *flags = word.to_ne_bytes();
+        let alive = ((word & u64::from_ne_bytes([ALIVE; BLOCK]))
+            .wrapping_mul(0x0102_0408_1020_4080)
+            >> 56) as u32;
+        if alive == 0 {
+            continue;
+        }
+        let (xs, ys, within): ([f32; BLOCK], [f32; BLOCK], [f32; BLOCK]) = (
+            std::array::from_fn(|l| positions[l].x),
+            std::array::from_fn(|l| positions[l].y),
+            std::array::from_fn(|l| radii[block + l] + ng.widest),
+        );
+        // SAFETY: each load reads the 8 floats of an array of 8.
+        let (px, py, within) = unsafe {
+            (
+                _mm256_loadu_ps(xs.as_ptr()),
+                _mm256_loadu_ps(ys.as_ptr()),
+                _mm256_loadu_ps(within.as_ptr()),
+            )
+        };
+        let mut search = match ng.probe8(block, alive, (px, py), within) {
+            Some((visited, _)) => visited,
+            None => alive,
+        };
+        while search != 0 {
+            let l = search.trailing_zeros() as usize;
+            search &= search - 1;
+            let (pos, flags, clear) = (&mut positions[l], &mut flags[l], &mut clearances[l]);
+            push_apart::<false, true>(ng, radii, &ctx.walls, false, block + l, pos, flags, clear);
+        }
+    }
+    let rest = (&mut positions[whole..], &mut flags[whole..]);
+    pass_one_by_one::<false, true>(ctx, first + whole, rest.0, rest.1, &mut clearances[whole..]);
 }
 
 /// [`pass_rows`] one agent at a time.
