@@ -968,17 +968,15 @@ impl Crowd {
                 groups: groups.len(),
             });
         }
-        if self.sorted {
+        let due = !self.sorted || self.unsorted_steps >= MAX_UNSORTED_STEPS;
+        if !due {
             // Bring the snapshot up to the positions the step starts from, so that the drift
             // (and the choice below) measures where everyone stands, whichever way the last step
-            // went.
+            // went. (A sort takes them all afresh.)
             self.refresh_snapshot();
         }
         let ng = &self.neighbours;
-        if !self.sorted
-            || ng.drift > RESORT_DRIFT * ng.cell
-            || self.unsorted_steps >= MAX_UNSORTED_STEPS
-        {
+        if due || ng.drift > RESORT_DRIFT * ng.cell {
             self.sort_agents();
             self.unsorted_steps = 0;
         } else {
