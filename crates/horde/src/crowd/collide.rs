@@ -442,19 +442,13 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
     clearances: &mut [u32],
 ) {
     let (ng, radii, may_skip) = (ctx.ng, ctx.radii, ctx.may_skip);
-    #[cfg(target_arch = "x86_64")]
-    if AVX2 && !CLEARANCE && may_skip && ctx.marks.is_none() {
-        // SAFETY: `AVX2` is set only by callers compiled for x86-64-v3, which run only where
-        // the CPU has it.
-        unsafe { pass_rows_probed(ctx, first, positions, flags, clearances) };
-        return;
-    }
-    if !(CLEARANCE && may_skip) || ctx.marks.is_some() {
+    // Without clearances (a dense crowd) only the v3 compilation takes eight at a time.
+    let probes = !CLEARANCE && AVX2 && cfg!(target_arch = "x86_64");
+    if !((CLEARANCE || probes) && may_skip) || ctx.marks.is_some() {
         pass_one_by_one::<CLEARANCE, AVX2>(ctx, first, positions, flags, clearances);
         return;
     }
-    // Eight at a time: first which of them search (most of a spread-out crowd do not), then
-    // those; the last few one at a time.
+    // Eight at a time: first which of them search, then those; the last few one at a time.
     let n = positions.len();
     let whole = n - n % BLOCK;
     let (less, widest, slack) = (ng.moved, ng.widest, ng.slack);
@@ -473,16 +467,26 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
         // (Left set if the last pass pushed too many to list.)
         let word = u64::from_ne_bytes(*flags) & !u64::from_ne_bytes([PUSHED; BLOCK]);
         *flags = word.to_ne_bytes();
-        // Bit l of the alive flags (bit 0 of byte l) to bit l.
-        let alive = ((word & u64::from_ne_bytes([ALIVE; BLOCK]))
-            .wrapping_mul(0x0102_0408_1020_4080)
-            >> 56) as u32;
-        let mut search = alive & !far_mask(clear, radii, less, widest, slack);
+        let alive = flag_lanes(word, ALIVE);
+        let block = first + b * BLOCK;
+        let mut search = if CLEARANCE {
+            // Most of a spread-out crowd cannot touch anyone.
+            alive & !far_mask(clear, radii, less, widest, slack)
+        } else {
+            // In a crowd walking in lanes most touch no one after the walk.
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: only the v3 compilation (`AVX2`), which runs only where the CPU has
+            // AVX2, gets here without clearances.
+            let touching = unsafe { touching_lanes(ng, block, alive, positions, radii) };
+            #[cfg(not(target_arch = "x86_64"))]
+            let touching = alive;
+            touching
+        };
         while search != 0 {
             let l = search.trailing_zeros() as usize;
             search &= search - 1;
-            let i = first + b * BLOCK + l;
             let (pos, flags, clear) = (&mut positions[l], &mut flags[l], &mut clearances[l]);
+            let i = block + l;
             push_apart::<CLEARANCE, AVX2>(ng, ctx.radii, &ctx.walls, false, i, pos, flags, clear);
         }
     }
@@ -496,69 +500,48 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
     );
 }
 
-/// [`pass_rows`] without clearances (a dense crowd, where nearly everyone has someone in
-/// reach of a step's search but most touch no one after it): eight agents at a time, first
-/// which of them have anyone within touching reach, in one pass over the entries round all
-/// eight ([`NeighbourGrid::probe8`]), then only those search. Those who have no one would get
-/// no push, so the bits are those of a search each.
+/// Which of the agents of slots `block..block + 8` set in `lanes` (at `positions`, of
+/// `radii`) have anyone within touching reach, as their `push_apart` searches would find: in
+/// one pass over the entries round all eight ([`NeighbourGrid::probe8`]), or all of `lanes`
+/// where that does not pay. Those who have no one would get no push.
 ///
 /// # Safety
 /// The CPU has AVX2.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-unsafe fn pass_rows_probed(
-    ctx: &PassContext,
-    first: usize,
-    positions: &mut [Vec2],
-    flags: &mut [u8],
-    clearances: &mut [u32],
-) {
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn touching_lanes(
+    ng: &NeighbourGrid,
+    block: usize,
+    lanes: u32,
+    positions: &[Vec2],
+    radii: &[f32; BLOCK],
+) -> u32 {
     use std::arch::x86_64::*;
-    let (ng, radii) = (ctx.ng, ctx.radii);
-    let n = positions.len();
-    let whole = n - n % BLOCK;
-    let blocks = positions[..whole]
-        .chunks_exact_mut(BLOCK)
-        .zip(flags[..whole].chunks_exact_mut(BLOCK))
-        .zip(clearances[..whole].chunks_exact_mut(BLOCK));
-    for (b, ((positions, flags), clearances)) in blocks.enumerate() {
-        let block = first + b * BLOCK;
-        let flags: &mut [u8; BLOCK] = flags.try_into().expect("8");
-        // (Left set if the last pass pushed too many to list.)
-        let word = u64::from_ne_bytes(*flags) & !u64::from_ne_bytes([PUSHED; BLOCK]);
-        *flags = word.to_ne_bytes();
-        let alive = ((word & u64::from_ne_bytes([ALIVE; BLOCK]))
-            .wrapping_mul(0x0102_0408_1020_4080)
-            >> 56) as u32;
-        if alive == 0 {
-            continue;
-        }
-        let (xs, ys, within): ([f32; BLOCK], [f32; BLOCK], [f32; BLOCK]) = (
-            std::array::from_fn(|l| positions[l].x),
-            std::array::from_fn(|l| positions[l].y),
-            std::array::from_fn(|l| radii[block + l] + ng.widest),
-        );
-        // SAFETY: each load reads the 8 floats of an array of 8.
-        let (px, py, within) = unsafe {
-            (
-                _mm256_loadu_ps(xs.as_ptr()),
-                _mm256_loadu_ps(ys.as_ptr()),
-                _mm256_loadu_ps(within.as_ptr()),
-            )
-        };
-        let mut search = match ng.probe8(block, alive, (px, py), within) {
-            Some((visited, _)) => visited,
-            None => alive,
-        };
-        while search != 0 {
-            let l = search.trailing_zeros() as usize;
-            search &= search - 1;
-            let (pos, flags, clear) = (&mut positions[l], &mut flags[l], &mut clearances[l]);
-            push_apart::<false, true>(ng, radii, &ctx.walls, false, block + l, pos, flags, clear);
-        }
+    let (xs, ys, within): ([f32; BLOCK], [f32; BLOCK], [f32; BLOCK]) = (
+        std::array::from_fn(|l| positions[l].x),
+        std::array::from_fn(|l| positions[l].y),
+        std::array::from_fn(|l| radii[l] + ng.widest),
+    );
+    // SAFETY: each load reads the 8 floats of an array of 8.
+    let (px, py, within) = unsafe {
+        (
+            _mm256_loadu_ps(xs.as_ptr()),
+            _mm256_loadu_ps(ys.as_ptr()),
+            _mm256_loadu_ps(within.as_ptr()),
+        )
+    };
+    match ng.probe8(block, lanes, (px, py), within) {
+        Some((visited, _)) => visited,
+        None => lanes,
     }
-    let rest = (&mut positions[whole..], &mut flags[whole..]);
-    pass_one_by_one::<false, true>(ctx, first + whole, rest.0, rest.1, &mut clearances[whole..]);
+}
+
+/// Bit `l` of the flag `flag` (a single bit) of byte `l` of `word` (eight agents' flags).
+#[inline(always)]
+fn flag_lanes(word: u64, flag: u8) -> u32 {
+    let bits = (word & u64::from_ne_bytes([flag; BLOCK])) >> flag.trailing_zeros();
+    (bits.wrapping_mul(0x0102_0408_1020_4080) >> 56) as u32
 }
 
 /// [`pass_rows`] one agent at a time.
@@ -625,14 +608,10 @@ fn mark_rows<const AVX2: bool>(
     radii: &[f32],
     marks: &MarkBits,
 ) {
-    let any = u64::from_ne_bytes([PUSHED; BLOCK]);
     for (w, word) in flags.chunks(BLOCK).enumerate() {
         let mut bytes = [0u8; BLOCK];
         bytes[..word.len()].copy_from_slice(word);
-        // Bit 2 of byte l to bit l.
-        let mut pushed = (((u64::from_ne_bytes(bytes) & any) >> 2)
-            .wrapping_mul(0x0102_0408_1020_4080)
-            >> 56) as u32;
+        let mut pushed = flag_lanes(u64::from_ne_bytes(bytes), PUSHED);
         while pushed != 0 {
             let m = first + w * BLOCK + pushed.trailing_zeros() as usize;
             pushed &= pushed - 1;
