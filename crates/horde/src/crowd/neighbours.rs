@@ -435,18 +435,9 @@ impl NeighbourGrid {
         partials: &mut Vec<(f32, f32, f32)>,
     ) {
         let n = positions.len();
-        partials.clear();
-        partials.resize(n.div_ceil(CHUNK), (0.0, 0.0, 0.0));
-        type Piece<'p> = (
-            usize,
-            (
-                ((&'p mut [f32], &'p mut [f32]), &'p mut [u32]),
-                &'p mut (f32, f32, f32),
-            ),
-        );
         let (starts, cols) = (&self.starts, self.cols as usize);
         let (origin, inv_cell, last) = (self.origin, self.inv_cell, self.last);
-        let work = |(c, (((xs, ys), clear), part)): Piece| {
+        let work = |(c, (((xs, ys), clear), part)): RefreshPiece| {
             let (mut along, mut most, mut out) = (0.0f32, 0.0f32, 0.0f32);
             // The cells are walked along with the entries, which are in cell order. How far out
             // of its cell an entry stands grows with how far out its coordinates lie, so only
@@ -476,24 +467,13 @@ impl NeighbourGrid {
             out = larger(out, outside(hi, box_, origin, inv_cell));
             *part = (along, most, out);
         };
-        let (xs, ys) = (&mut self.xs[..n], &mut self.ys[..n]);
-        #[cfg(feature = "parallel")]
-        {
-            use rayon::prelude::*;
-            xs.par_chunks_mut(CHUNK)
-                .zip(ys.par_chunks_mut(CHUNK))
-                .zip(clearances.par_chunks_mut(CHUNK))
-                .zip(partials.par_iter_mut())
-                .enumerate()
-                .for_each(work);
-        }
-        #[cfg(not(feature = "parallel"))]
-        xs.chunks_mut(CHUNK)
-            .zip(ys.chunks_mut(CHUNK))
-            .zip(clearances.chunks_mut(CHUNK))
-            .zip(partials.iter_mut())
-            .enumerate()
-            .for_each(work);
+        refresh_pieces(
+            &mut self.xs[..n],
+            &mut self.ys[..n],
+            clearances,
+            partials,
+            work,
+        );
         let (along, most, out) = partials.iter().fold((0.0f32, 0.0f32, 0.0f32), |a, b| {
             (a.0.max(b.0), a.1.max(b.1), a.2.max(b.2))
         });
@@ -546,7 +526,7 @@ impl NeighbourGrid {
             // (Only the listed moved.)
             Some(0.0) => self.refresh_some::<CLEARANCE>(positions, clearances, listed, None),
             // Without clearances nothing pays for a loose drift but a search's box.
-            _ if !CLEARANCE => self.refresh_unmeasured(positions, partials),
+            _ if !CLEARANCE => self.refresh_unmeasured(positions, clearances, partials),
             _ => self.refresh_points::<CLEARANCE>(positions, clearances, partials),
         }
     }
@@ -556,15 +536,15 @@ impl NeighbourGrid {
     /// axis, a bound rather than the measure (in a crowd on the march, nearly the same). So no
     /// cell is walked, and the loop over everyone is a copy. A step's first refresh measures
     /// the drift again (see `Crowd::refresh_snapshot`), so the bound never outlives the step.
-    fn refresh_unmeasured(&mut self, positions: &[Vec2], partials: &mut Vec<(f32, f32, f32)>) {
+    fn refresh_unmeasured(
+        &mut self,
+        positions: &[Vec2],
+        clearances: &mut [u32],
+        partials: &mut Vec<(f32, f32, f32)>,
+    ) {
         let n = positions.len();
-        partials.clear();
-        partials.resize(n.div_ceil(CHUNK), (0.0, 0.0, 0.0));
-        type Piece<'p> = (
-            usize,
-            ((&'p mut [f32], &'p mut [f32]), &'p mut (f32, f32, f32)),
-        );
-        let work = |(c, ((xs, ys), part)): Piece| {
+        // (The clearances are not kept here: they are left as they are.)
+        let work = |(c, (((xs, ys), _), part)): RefreshPiece| {
             let (mut along, mut unused) = (0.0f32, 0.0f32);
             let points = xs.iter_mut().zip(ys.iter_mut());
             for (&p, (x, y)) in positions[c * CHUNK..].iter().zip(points) {
@@ -572,36 +552,20 @@ impl NeighbourGrid {
             }
             part.0 = along;
         };
-        let (xs, ys) = (&mut self.xs[..n], &mut self.ys[..n]);
-        #[cfg(feature = "parallel")]
-        {
-            use rayon::prelude::*;
-            xs.par_chunks_mut(CHUNK)
-                .zip(ys.par_chunks_mut(CHUNK))
-                .zip(partials.par_iter_mut())
-                .enumerate()
-                .for_each(work);
-        }
-        #[cfg(not(feature = "parallel"))]
-        xs.chunks_mut(CHUNK)
-            .zip(ys.chunks_mut(CHUNK))
-            .zip(partials.iter_mut())
-            .enumerate()
-            .for_each(work);
+        refresh_pieces(
+            &mut self.xs[..n],
+            &mut self.ys[..n],
+            clearances,
+            partials,
+            work,
+        );
         let along = partials.iter().fold(0.0f32, |a, b| a.max(b.0));
         // Along either axis no one went further than `along` (and the slack covers how the
         // measure rounds).
         self.drift += along + self.slack;
         self.add_moves::<false>(along, 0.0, None);
         #[cfg(test)]
-        for (k, &p) in positions.iter().enumerate() {
-            let out = self.outside_filed_cell(k, p) * self.cell;
-            assert!(
-                out <= self.drift,
-                "entry {k} stands {out} out, past {}",
-                self.drift
-            );
-        }
+        self.assert_drift_holds(positions);
     }
 
     /// [`Self::refresh_points`] with clearances when everyone but the agents in `listed` moved
@@ -638,14 +602,7 @@ impl NeighbourGrid {
         self.drift = larger(self.drift + calm, out * self.cell);
         self.add_moves::<true>(0.0, 0.0, Some(calm));
         #[cfg(test)]
-        for (k, &p) in positions.iter().enumerate() {
-            let out = self.outside_filed_cell(k, p) * self.cell;
-            assert!(
-                out <= self.drift,
-                "entry {k} stands {out} out, past {}",
-                self.drift
-            );
-        }
+        self.assert_drift_holds(positions);
     }
 
     /// [`Self::refresh_points`] when only the agents in `moved` can have moved: the same
@@ -677,6 +634,19 @@ impl NeighbourGrid {
         self.add_moves::<CLEARANCE>(along, most, calm);
     }
 
+    /// The promise of `drift`: no entry stands further out of the cell it was filed in.
+    #[cfg(test)]
+    fn assert_drift_holds(&self, positions: &[Vec2]) {
+        for (k, &p) in positions.iter().enumerate() {
+            let out = self.outside_filed_cell(k, p) * self.cell;
+            assert!(
+                out <= self.drift,
+                "entry {k} stands {out} out, past {}",
+                self.drift
+            );
+        }
+    }
+
     /// How far `p` stands outside the cell that entry `e` was filed in, in cells along either
     /// axis (see `drift`). O(log cells).
     fn outside_filed_cell(&self, e: usize, p: Vec2) -> f32 {
@@ -705,6 +675,46 @@ impl NeighbourGrid {
     pub(super) fn point(&self, e: usize) -> Vec2 {
         Vec2::new(self.xs[e], self.ys[e])
     }
+}
+
+/// One piece of [`CHUNK`] entries of a snapshot refresh: its positions, clearances and partial
+/// result (largest move along an axis, largest move, drift).
+type RefreshPiece<'p> = (
+    usize,
+    (
+        ((&'p mut [f32], &'p mut [f32]), &'p mut [u32]),
+        &'p mut (f32, f32, f32),
+    ),
+);
+
+/// `work` for each piece of a snapshot refresh (in parallel with `parallel`), each with its
+/// partial result in `partials` (zeroed first).
+fn refresh_pieces(
+    xs: &mut [f32],
+    ys: &mut [f32],
+    clearances: &mut [u32],
+    partials: &mut Vec<(f32, f32, f32)>,
+    work: impl Fn(RefreshPiece) + Sync + Send,
+) {
+    partials.clear();
+    partials.resize(xs.len().div_ceil(CHUNK), (0.0, 0.0, 0.0));
+    #[cfg(feature = "parallel")]
+    {
+        use rayon::prelude::*;
+        xs.par_chunks_mut(CHUNK)
+            .zip(ys.par_chunks_mut(CHUNK))
+            .zip(clearances.par_chunks_mut(CHUNK))
+            .zip(partials.par_iter_mut())
+            .enumerate()
+            .for_each(work);
+    }
+    #[cfg(not(feature = "parallel"))]
+    xs.chunks_mut(CHUNK)
+        .zip(ys.chunks_mut(CHUNK))
+        .zip(clearances.chunks_mut(CHUNK))
+        .zip(partials.iter_mut())
+        .enumerate()
+        .for_each(work);
 }
 
 /// How far an agent moved by `d`, rounded up by a few ulps so that the clearance bounds hold

@@ -819,18 +819,30 @@ mod tests {
                 };
                 a.add_agent(&cost, params).unwrap();
             }
-            let mut b = a.clone();
-            b.baseline_only = true;
-            for step in 0..60 {
-                a.step(0.05, &cost, &groups).unwrap();
-                b.step(0.05, &cost, &groups).unwrap();
-                let bits = |c: &Crowd| -> Vec<u32> {
-                    let both = c.positions().iter().chain(&c.velocities);
-                    both.flat_map(|p| [p.x.to_bits(), p.y.to_bits()]).collect()
-                };
-                assert!(bits(&a) == bits(&b), "{w}x{h}, step {step}");
-                assert_eq!(a.flags, b.flags, "{w}x{h}, step {step}");
-            }
+            step_both_compilations(&mut a, &cost, &groups, 60, &format!("{w}x{h}"));
+        }
+    }
+
+    /// Step `a` and a copy that runs the baseline compilation `steps` times, comparing every
+    /// position, velocity and flag after each step.
+    fn step_both_compilations(
+        a: &mut Crowd,
+        cost: &CostField,
+        groups: &[Group],
+        steps: usize,
+        what: &str,
+    ) {
+        let mut b = a.clone();
+        b.baseline_only = true;
+        let bits = |c: &Crowd| -> Vec<u32> {
+            let both = c.positions().iter().chain(&c.velocities);
+            both.flat_map(|p| [p.x.to_bits(), p.y.to_bits()]).collect()
+        };
+        for step in 0..steps {
+            a.step(0.05, cost, groups).unwrap();
+            b.step(0.05, cost, groups).unwrap();
+            assert!(bits(a) == bits(&b), "{what}, step {step}");
+            assert_eq!(a.flags, b.flags, "{what}, step {step}");
         }
     }
 
@@ -859,18 +871,7 @@ mod tests {
             };
             a.add_agent(&cost, params).unwrap();
         }
-        let mut b = a.clone();
-        b.baseline_only = true;
-        let bits = |c: &Crowd| -> Vec<u32> {
-            let both = c.positions().iter().chain(&c.velocities);
-            both.flat_map(|p| [p.x.to_bits(), p.y.to_bits()]).collect()
-        };
-        for step in 0..30 {
-            a.step(0.05, &cost, &groups).unwrap();
-            b.step(0.05, &cost, &groups).unwrap();
-            assert!(bits(&a) == bits(&b), "step {step}");
-            assert_eq!(a.flags, b.flags, "step {step}");
-        }
+        step_both_compilations(&mut a, &cost, &groups, 30, "heap");
         // The heap spread out: the agents were pushed apart, not left where they began.
         assert!(a.max_overlap() < 0.9, "overlap {}", a.max_overlap());
     }
