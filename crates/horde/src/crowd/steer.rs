@@ -584,7 +584,7 @@ impl StepContext<'_> {
     ) -> Contacts {
         let cfg = self.config;
         let ng = self.neighbours;
-        let k = cfg.max_neighbours.min(16);
+        let k = cfg.max_neighbours.min(MOST_NEIGHBOURS);
         let mut contacts = Contacts {
             push: Vec2::ZERO,
             blocked_by_arrived: false,
@@ -600,29 +600,9 @@ impl StepContext<'_> {
             return contacts;
         }
         let reach2 = reach * reach;
-        // The k nearest, kept sorted by (distance², slot) so that ties break the same way on
-        // every run.
-        let mut best: [(f32, u32); 16] = [(f32::INFINITY, u32::MAX); 16];
-        let mut count = 0usize;
         // Slot j is the grid's entry j (the step sorted the agents).
-        let visit = |e: usize, _, d2: f32| {
-            let j = e as u32;
-            let entry = (d2, j);
-            if count < k {
-                best[count] = entry;
-                count += 1;
-            } else if (d2, j) < (best[k - 1].0, best[k - 1].1) {
-                best[k - 1] = entry;
-            } else {
-                return;
-            }
-            // Insertion step: move the new entry to its place.
-            let mut m = count - 1;
-            while m > 0 && (best[m].0, best[m].1) < (best[m - 1].0, best[m - 1].1) {
-                best.swap(m, m - 1);
-                m -= 1;
-            }
-        };
+        let mut nearest = NearestK::new(k);
+        let visit = |e: usize, _, d2: f32| nearest.offer(d2, e);
         contacts.clearance = if self.track_clearances {
             ng.for_each_near_in::<true, AVX2>(p, i, reach, visit)
         } else {
@@ -632,7 +612,9 @@ impl StepContext<'_> {
         let mut unpenetrate = Vec2::ZERO;
         let mut blocked = false;
         let mut touching_arrived = false;
-        for &(d2, j) in &best[..count] {
+        let count = nearest.count;
+        for &key in &nearest.keys[..count] {
+            let (d2, j) = NearestK::parts(key);
             let e = j as usize;
             let diff = p - ng.point(e);
             let d = d2.sqrt();
@@ -681,10 +663,100 @@ impl StepContext<'_> {
     }
 }
 
+/// Most neighbours that push an agent, whatever `max_neighbours` asks.
+const MOST_NEIGHBOURS: usize = 16;
+
+/// The k nearest of the neighbours a search visits, by (distance², entry), in no particular
+/// order: the search visits in entry order, the same in both compilations, so the first k are
+/// kept in that order and each nearer one later takes the place of the farthest kept.
+/// (Keeping them sorted cost a mispredicted loop exit per neighbour; most agents have fewer
+/// than k in reach, and then an offer is a store.) Each is one number, distance² (never
+/// negative, so its bits order as it does) above the entry. 136 bytes on the stack.
+struct NearestK {
+    keys: [u64; MOST_NEIGHBOURS],
+    count: usize,
+    /// Where the farthest kept is, once k are.
+    farthest: usize,
+    k: usize,
+}
+
+impl NearestK {
+    /// Room for `k` (at most [`MOST_NEIGHBOURS`], at least 1).
+    fn new(k: usize) -> NearestK {
+        debug_assert!((1..=MOST_NEIGHBOURS).contains(&k));
+        NearestK {
+            keys: [u64::MAX; MOST_NEIGHBOURS],
+            count: 0,
+            farthest: 0,
+            k,
+        }
+    }
+
+    /// Keep entry `e` at distance² `d2` if it is among the k nearest so far. Entries must come
+    /// in rising order (so that an equal distance loses the tie). O(1), or O(k) when it
+    /// displaces one.
+    #[inline(always)]
+    fn offer(&mut self, d2: f32, e: usize) {
+        let key = (d2.to_bits() as u64) << 32 | e as u64;
+        if self.count < self.k {
+            self.keys[self.count] = key;
+            self.count += 1;
+            if self.count < self.k {
+                return;
+            }
+        } else if key < self.keys[self.farthest] {
+            self.keys[self.farthest] = key;
+        } else {
+            return;
+        }
+        let kept = &self.keys[..self.k];
+        let mut at = 0;
+        for m in 1..kept.len() {
+            at = if kept[m] > kept[at] { m } else { at };
+        }
+        self.farthest = at;
+    }
+
+    /// The (distance², entry) of a kept key.
+    #[inline(always)]
+    fn parts(key: u64) -> (f32, u32) {
+        (f32::from_bits((key >> 32) as u32), key as u32)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::crowd::tests::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The kept are the k least (distance², entry) pairs of all offered, each once, with
+        /// ties going to the earlier entry: distances drawn from a few values tie often.
+        #[test]
+        fn nearest_k_keeps_the_k_nearest(
+            levels in proptest::collection::vec(0u8..6, 0..40),
+            k in 1usize..=MOST_NEIGHBOURS,
+            gap in 1usize..4,
+        ) {
+            let offered: Vec<(f32, u32)> = levels
+                .iter()
+                .enumerate()
+                .map(|(n, &level)| (level as f32 * 0.3, (n * gap) as u32))
+                .collect();
+            let mut nearest = NearestK::new(k);
+            for &(d2, e) in &offered {
+                nearest.offer(d2, e as usize);
+            }
+            let keys = &nearest.keys[..nearest.count];
+            let mut kept: Vec<(f32, u32)> = keys.iter().map(|&key| NearestK::parts(key)).collect();
+            kept.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            let mut want = offered.clone();
+            want.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            want.truncate(k);
+            prop_assert_eq!(kept, want);
+        }
+    }
 
     #[test]
     fn both_compilations_give_the_same_bits() {
