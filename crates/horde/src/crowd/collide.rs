@@ -374,8 +374,9 @@ impl MarkBits {
         self.0[i / 64].fetch_or(1 << (i % 64), std::sync::atomic::Ordering::Relaxed);
     }
 
-    fn get(&self, i: usize) -> bool {
-        self.0[i / 64].load(std::sync::atomic::Ordering::Relaxed) >> (i % 64) & 1 != 0
+    /// The marks of slots `64 * w..64 * w + 64`, bit `k` for slot `64 * w + k`.
+    fn word(&self, w: usize) -> u64 {
+        self.0[w].load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -554,6 +555,36 @@ fn pass_one_by_one<const CLEARANCE: bool, const AVX2: bool>(
     clearances: &mut [u32],
 ) {
     let (ng, radii, may_skip) = (ctx.ng, ctx.radii, ctx.may_skip);
+    if let Some(marks) = ctx.marks {
+        // The marked, word by word: whether one agent is marked is a coin toss in a dense
+        // crowd. (Pieces start at a multiple of 64.)
+        debug_assert_eq!(first % 64, 0);
+        for flags in flags.iter_mut() {
+            *flags &= !PUSHED;
+        }
+        for (w, word) in (first / 64..(first + positions.len()).div_ceil(64)).enumerate() {
+            let mut bits = marks.word(word);
+            while bits != 0 {
+                let k = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if flags[k] & ALIVE != 0 {
+                    let (pos, flags, clear) =
+                        (&mut positions[k], &mut flags[k], &mut clearances[k]);
+                    push_apart::<CLEARANCE, AVX2>(
+                        ng,
+                        radii,
+                        &ctx.walls,
+                        may_skip,
+                        first + k,
+                        pos,
+                        flags,
+                        clear,
+                    );
+                }
+            }
+        }
+        return;
+    }
     let entries = positions
         .iter_mut()
         .zip(flags.iter_mut())
@@ -561,7 +592,7 @@ fn pass_one_by_one<const CLEARANCE: bool, const AVX2: bool>(
     for (i, ((pos, flags), clear)) in (first..).zip(entries) {
         // (Left set if the last pass pushed too many to list.)
         *flags &= !PUSHED;
-        if *flags & ALIVE != 0 && ctx.marks.is_none_or(|marks| marks.get(i)) {
+        if *flags & ALIVE != 0 {
             push_apart::<CLEARANCE, AVX2>(ng, radii, &ctx.walls, may_skip, i, pos, flags, clear);
         }
     }
