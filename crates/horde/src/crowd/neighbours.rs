@@ -984,7 +984,7 @@ fn near_mask8(
 }
 
 /// Room for the entries a search gathers before it visits them (see `append_lanes`).
-const FOUND: usize = 64;
+const FOUND: usize = 16;
 
 /// Lane numbers of the bits set in each 8-bit mask, in order (the rest 0).
 #[cfg(target_arch = "x86_64")]
