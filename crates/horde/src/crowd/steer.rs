@@ -32,7 +32,7 @@ pub(super) struct Contacts {
     /// Half of every overlap, as a displacement away from the neighbours.
     pub(super) unpenetrate: Vec2,
     /// Unit vectors from touching neighbours to the agent.
-    pub(super) normals: [Vec2; 16],
+    pub(super) normals: [Vec2; MOST_NEIGHBOURS],
     /// How many of `normals` are set.
     pub(super) touching: usize,
     /// A lower bound on the distance to every other agent ([`NeighbourGrid::for_each_near`]).
@@ -590,7 +590,7 @@ impl StepContext<'_> {
             blocked_by_arrived: false,
             touching_arrived: false,
             unpenetrate: Vec2::ZERO,
-            normals: [Vec2::ZERO; 16],
+            normals: [Vec2::ZERO; MOST_NEIGHBOURS],
             touching: 0,
             clearance: known,
         };
@@ -664,14 +664,14 @@ impl StepContext<'_> {
 }
 
 /// Most neighbours that push an agent, whatever `max_neighbours` asks.
-const MOST_NEIGHBOURS: usize = 16;
+pub(super) const MOST_NEIGHBOURS: usize = 16;
 
 /// The k nearest of the neighbours a search visits, by (distance², entry), in no particular
 /// order: the search visits in entry order, the same in both compilations, so the first k are
 /// kept in that order and each nearer one later takes the place of the farthest kept.
 /// (Keeping them sorted cost a mispredicted loop exit per neighbour; most agents have fewer
 /// than k in reach, and then an offer is a store.) Each is one number, distance² (never
-/// negative, so its bits order as it does) above the entry. 136 bytes on the stack.
+/// negative, so its bits order as it does) above the entry. 152 bytes on the stack.
 struct NearestK {
     keys: [u64; MOST_NEIGHBOURS],
     count: usize,
@@ -693,8 +693,8 @@ impl NearestK {
     }
 
     /// Keep entry `e` at distance² `d2` if it is among the k nearest so far. Entries must come
-    /// in rising order (so that an equal distance loses the tie). O(1), or O(k) when it
-    /// displaces one.
+    /// in rising order (so that an equal distance loses the tie). O(1), or O(k) when it takes
+    /// the k-th place or displaces one.
     #[inline(always)]
     fn offer(&mut self, d2: f32, e: usize) {
         let key = (d2.to_bits() as u64) << 32 | e as u64;

@@ -12,7 +12,7 @@
 
 use std::arch::x86_64::*;
 
-use super::steer::{BLOCK, Entries, STAGED_NORMALS, Staged, StepContext, Walk};
+use super::steer::{BLOCK, Entries, MOST_NEIGHBOURS, STAGED_NORMALS, Staged, StepContext, Walk};
 use super::*;
 
 /// A block's flow samples taken eight at once ([`FlowField::bilinear8`]): the directions of
@@ -368,7 +368,7 @@ impl StepContext<'_> {
             known,
             _mm256_add_ps(reach, splat(ng.slack)),
         ));
-        let search = if cfg.max_neighbours.min(16) == 0 {
+        let search = if cfg.max_neighbours.min(MOST_NEIGHBOURS) == 0 {
             0
         } else {
             done & !far
