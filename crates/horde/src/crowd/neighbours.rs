@@ -167,29 +167,26 @@ impl NeighbourGrid {
         smaller(nearest2.sqrt(), side * self.cell - self.drift)
     }
 
-    /// [`Self::for_each_near`] with `CLEARANCE` of the agents of entries `first + l` for the
-    /// lanes `l` set in `lanes` (not none), standing at `(px[l], py[l])`, each within
-    /// `within[l]`, at once, for
-    /// agents that mostly find no one: the lanes whose search would visit someone, and for each
-    /// of the others the clearance its search would return, with the same bits. `None` if their
-    /// searched cells together hold too many entries for this to pay.
-    ///
-    /// One pass over the entries of the box round all their searched cells, each measured
-    /// against the eight agents in one AVX2 register, as `near_mask` measures. Someone within
-    /// reach of an agent stands in its own searched cells, so the lanes that find someone are
-    /// those of a search of its own. An agent that finds no one gets the nearest of all the
-    /// entries measured, or the room to its own cells' sides, whichever is less: the entries
-    /// beyond its own cells stand at least that room away, so the least is that of its own
-    /// search, which measures the entries of its cells and a few others.
+    /// The entries of the cells `x0..=x1` of row `y`.
+    fn run(&self, y: u32, x0: u32, x1: u32) -> std::ops::Range<usize> {
+        let row = y as usize * self.cols as usize;
+        self.starts[row + x0 as usize] as usize..self.starts[row + x1 as usize + 1] as usize
+    }
+
+    /// The searched cells of eight agents within `within` of `(px, py)`, as
+    /// [`Self::for_each_near`] finds them (grid coordinates, clamped: x0, y0, x1, y1), and the
+    /// cells round those of the agents in `lanes` (first and last column and row); `None` if
+    /// these hold too many entries for one pass over them to pay (more than 12 an agent, and
+    /// 16).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    pub(super) fn probe8(
+    #[allow(clippy::type_complexity)]
+    fn union8(
         &self,
-        first: usize,
         lanes: u32,
         (px, py): (std::arch::x86_64::__m256, std::arch::x86_64::__m256),
         within: std::arch::x86_64::__m256,
-    ) -> Option<(u32, std::arch::x86_64::__m256)> {
+    ) -> Option<([std::arch::x86_64::__m256; 4], [u32; 4])> {
         use std::arch::x86_64::*;
         let splat = _mm256_set1_ps;
         let infinity = splat(f32::INFINITY);
@@ -229,31 +226,49 @@ impl NeighbourGrid {
             _mm_cvtss_f32(_mm_max_ss(v, _mm_shuffle_ps::<1>(v, v))) as u32
         };
         let (ux0, uy0, ux1, uy1) = (least(x0), least(y0), most(x1), most(y1));
-        let cols = self.cols as usize;
-        let run = |y: u32| {
-            let row = y as usize * cols;
-            self.starts[row + ux0 as usize] as usize..self.starts[row + ux1 as usize + 1] as usize
-        };
-        let total: usize = (uy0..=uy1).map(|y| run(y).len()).sum();
+        let total: usize = (uy0..=uy1).map(|y| self.run(y, ux0, ux1).len()).sum();
         if total > 12 * lanes.count_ones() as usize + 16 {
             return None;
         }
+        Some(([x0, y0, x1, y1], [ux0, uy0, ux1, uy1]))
+    }
+
+    /// [`Self::for_each_near`] with `CLEARANCE` of the agents of entries `first + l` for the
+    /// lanes `l` set in `lanes` (not none), standing at `(px[l], py[l])`, each within
+    /// `within[l]`, at once, for
+    /// agents that mostly find no one: the lanes whose search would visit someone, and for each
+    /// of the others the clearance its search would return, with the same bits. `None` if their
+    /// searched cells together hold too many entries for this to pay.
+    ///
+    /// One pass over the entries of the box round all their searched cells, each measured
+    /// against the eight agents in one AVX2 register, as `near_mask` measures. Someone within
+    /// reach of an agent stands in its own searched cells, so the lanes that find someone are
+    /// those of a search of its own. An agent that finds no one gets the nearest of all the
+    /// entries measured, or the room to its own cells' sides, whichever is less: the entries
+    /// beyond its own cells stand at least that room away, so the least is that of its own
+    /// search, which measures the entries of its cells and a few others.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    pub(super) fn probe8(
+        &self,
+        first: usize,
+        lanes: u32,
+        (px, py): (std::arch::x86_64::__m256, std::arch::x86_64::__m256),
+        within: std::arch::x86_64::__m256,
+    ) -> Option<(u32, std::arch::x86_64::__m256)> {
+        use std::arch::x86_64::*;
+        let splat = _mm256_set1_ps;
+        let infinity = splat(f32::INFINITY);
+        let ([x0, y0, x1, y1], [ux0, uy0, ux1, uy1]) = self.union8(lanes, (px, py), within)?;
+        let (ox, oy) = (self.origin.x, self.origin.y);
         // The nearest entry to each agent but itself. (Someone is within reach if the nearest
         // is.)
         let mut nearest = infinity;
         for y in uy0..=uy1 {
-            let entries = run(y);
+            let entries = self.run(y, ux0, ux1);
             let (xs, ys) = (&self.xs[entries.clone()], &self.ys[entries.clone()]);
             for (e, (&x, &y)) in entries.zip(xs.iter().zip(ys)) {
-                let dx = _mm256_sub_ps(px, splat(x));
-                let dy = _mm256_sub_ps(py, splat(y));
-                let mut d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
-                let own = e.wrapping_sub(first);
-                if own < LANES {
-                    // Infinite in the agent's own lane, as in `near_mask`.
-                    // SAFETY: reads 8 floats from a row of `OWN_LANE`.
-                    d2 = _mm256_add_ps(d2, unsafe { _mm256_loadu_ps(OWN_LANE[own].as_ptr()) });
-                }
+                let d2 = distances8(px, py, x, y, e.wrapping_sub(first));
                 nearest = _mm256_min_ps(nearest, d2);
             }
         }
@@ -288,6 +303,41 @@ impl NeighbourGrid {
         let room = _mm256_min_ps(_mm256_min_ps(west, east), _mm256_min_ps(north, south));
         let beyond = _mm256_sub_ps(_mm256_mul_ps(room, splat(self.cell)), splat(self.drift));
         Some((visited, _mm256_min_ps(_mm256_sqrt_ps(nearest), beyond)))
+    }
+
+    /// The entries that the searches of the agents of entries `first + l` for the lanes `l`
+    /// set in `lanes`, standing at `(px[l], py[l])`, each within `within[l]`, would visit, all
+    /// in entry order: listed in `list`, how many returned. One pass over the entries of the
+    /// cells round all their searched cells, each measured against the eight agents in one
+    /// AVX2 register as `near_mask` measures (an entry outside an agent's own cells is out of
+    /// its reach). `None` where that does not pay (see [`Self::union8`]).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    pub(super) fn near8(
+        &self,
+        first: usize,
+        lanes: u32,
+        (px, py): (std::arch::x86_64::__m256, std::arch::x86_64::__m256),
+        within: std::arch::x86_64::__m256,
+        list: &mut [u32; NEAR8],
+    ) -> Option<usize> {
+        use std::arch::x86_64::*;
+        let (_, [ux0, uy0, ux1, uy1]) = self.union8(lanes, (px, py), within)?;
+        let within2 = _mm256_mul_ps(within, within);
+        let mut count = 0;
+        for y in uy0..=uy1 {
+            let entries = self.run(y, ux0, ux1);
+            let (xs, ys) = (&self.xs[entries.clone()], &self.ys[entries.clone()]);
+            for (e, (&x, &y)) in entries.zip(xs.iter().zip(ys)) {
+                let d2 = distances8(px, py, x, y, e.wrapping_sub(first));
+                let near = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OS>(d2, within2)) as u32;
+                // Listed without a branch: whether an entry is near one of the eight is a
+                // coin toss.
+                list[count] = e as u32;
+                count += (near & lanes != 0) as usize;
+            }
+        }
+        Some(count)
     }
 
     /// Sort the living agents into the cells of a grid over the box round them. The cell side is
@@ -981,6 +1031,32 @@ fn near_mask8(
     let (a, b) = (_mm256_castps256_ps128(d2), _mm256_extractf128_ps::<1>(d2));
     least.lanes = _mm_min_ps(least.lanes, _mm_min_ps(a, b));
     _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OS>(d2, _mm256_set1_ps(within2))) as u32
+}
+
+/// Most entries [`NeighbourGrid::near8`] lists: those of the cells round eight agents'
+/// searched cells, when they are few enough to pay (see [`NeighbourGrid::union8`]).
+pub(super) const NEAR8: usize = 12 * LANES + 16;
+
+/// Distance² from eight agents at `(px, py)` to the entry at `(x, y)`, as `near_mask`
+/// measures it: infinite in lane `own` if that is under [`LANES`] (the entry is that agent).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(super) fn distances8(
+    px: std::arch::x86_64::__m256,
+    py: std::arch::x86_64::__m256,
+    x: f32,
+    y: f32,
+    own: usize,
+) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    let dx = _mm256_sub_ps(px, _mm256_set1_ps(x));
+    let dy = _mm256_sub_ps(py, _mm256_set1_ps(y));
+    let d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
+    // SAFETY: reads 8 floats from a row of `OWN_LANE`.
+    _mm256_add_ps(d2, unsafe {
+        _mm256_loadu_ps(OWN_LANE[own.min(LANES)].as_ptr())
+    })
 }
 
 /// Room for the entries a search gathers before it visits them (see `append_lanes`).

@@ -947,4 +947,36 @@ mod tests {
         // The heap spread out: the agents were pushed apart, not left where they began.
         assert!(a.max_overlap() < 0.9, "overlap {}", a.max_overlap());
     }
+
+    #[test]
+    fn agents_put_on_each_other_in_a_dense_crowd_give_the_same_bits_in_both_compilations() {
+        // Pairs on a lattice wider than the separation reach, each pair's second agent put back
+        // on its first before every step: no one is clear of everyone, so the steps keep no
+        // clearances, and each agent has only its partner in reach, on the same spot (split by
+        // the pair's slots, which the eight-at-once separation leaves to the one-by-one).
+        let cost = CostField::new(Grid::new(16, 16).unwrap());
+        let goal = UVec2::new(15, 8);
+        let f = field(&cost, goal);
+        let groups = [Group {
+            flow: &f,
+            goal: cost.grid().cell_center(goal),
+        }];
+        let mut a = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+        let mut pairs = Vec::new();
+        for k in 0..49 {
+            let at = Vec2::new(2.0 + 1.6 * (k % 7) as f32, 2.0 + 1.6 * (k / 7) as f32);
+            let pair = [0, 1].map(|_| a.add_agent(&cost, params(at)).unwrap());
+            pairs.push(pair);
+        }
+        let mut dense = 0;
+        for step in 0..20 {
+            for &[first, second] in &pairs {
+                let p = a.position(first).unwrap();
+                a.set_position(&cost, second, p).unwrap();
+            }
+            dense += (a.dense_steps > 0) as usize;
+            step_both_compilations(&mut a, &cost, &groups, 1, &format!("pairs {step}"));
+        }
+        assert!(dense >= 15, "{dense} of 20 steps kept no clearances");
+    }
 }

@@ -12,6 +12,7 @@
 
 use std::arch::x86_64::*;
 
+use super::neighbours::{NEAR8, distances8};
 use super::steer::{BLOCK, Entries, MOST_NEIGHBOURS, STAGED_NORMALS, Staged, StepContext, Walk};
 use super::*;
 
@@ -289,6 +290,149 @@ impl StepContext<'_> {
         })
     }
 
+    /// [`Self::separation`] of the agents in lanes `search` of a dense step (no clearances
+    /// kept), eight at once: the entries any of them would visit are listed in entry order
+    /// ([`NeighbourGrid::near8`]), then each listed entry's share of all eight sums is taken in
+    /// one AVX2 register with `separation`'s operations in its order (a lane the entry is not
+    /// near adds +0, which changes no sum: a sum from +0 is never -0). While no more than k
+    /// are in reach, those are the k nearest and come in the order `separation` keeps them, so
+    /// every lane gets its bits. Writes the push, unpenetration, touching count and normals of
+    /// the lanes it takes to `walks`, and their bits to `flags` (blocked by an arrived agent,
+    /// touching one); returns the lanes left to `separation`: those with more than k in reach,
+    /// one standing on them (split by slots) or more than [`STAGED_NORMALS`] touching (finished
+    /// at once), and all of them where the entries round them are too many.
+    #[target_feature(enable = "avx2")]
+    #[allow(clippy::too_many_arguments)]
+    fn separation8(
+        &self,
+        first: usize,
+        search: u32,
+        moving: u32,
+        (px, py, radius, reach, dist_goal): (__m256, __m256, __m256, __m256, __m256),
+        goal: Vec2,
+        group: u16,
+        walks: &mut Walks,
+        (blocked, touching_arrived): (&mut u32, &mut u32),
+    ) -> u32 {
+        let cfg = self.config;
+        let ng = self.neighbours;
+        let splat = _mm256_set1_ps;
+        let bits = |m: __m256| _mm256_movemask_ps(m) as u32;
+        let mut list = [0u32; NEAR8];
+        let Some(listed) = ng.near8(first, search, (px, py), reach, &mut list) else {
+            return search;
+        };
+        let searching = lanes_of(search);
+        let own_moving = lanes_of(moving);
+        let own_arrived = _mm256_andnot_ps(own_moving, searching);
+        let reach2 = _mm256_mul_ps(reach, reach);
+        let slight = _mm256_mul_ps(splat(-0.05), radius);
+        let (yield_to, yield_from) = (splat(cfg.arrived_yield), splat(cfg.arrived_yield.max(1.0)));
+        let zero = _mm256_setzero_ps();
+        let (mut sum_x, mut sum_y, mut apart_x, mut apart_y) = (zero, zero, zero, zero);
+        let (mut count, mut touching) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+        let mut normals = [(zero, zero); STAGED_NORMALS];
+        let (mut blocks, mut beside, mut coincident) = (0u32, 0u32, 0u32);
+        for &e in &list[..listed] {
+            let e = e as usize;
+            let (x, y) = (ng.xs[e], ng.ys[e]);
+            let d2 = distances8(px, py, x, y, e.wrapping_sub(first));
+            let near = _mm256_and_ps(_mm256_cmp_ps::<_CMP_LT_OS>(d2, reach2), searching);
+            count = _mm256_sub_epi32(count, _mm256_castps_si256(near));
+            let (dx, dy) = (_mm256_sub_ps(px, splat(x)), _mm256_sub_ps(py, splat(y)));
+            let d = _mm256_sqrt_ps(d2);
+            let other = ng.states[e];
+            let their = splat(self.radii[e]);
+            if other == AgentState::Arrived && self.group_of[e] == group {
+                let touch = _mm256_mul_ps(_mm256_add_ps(radius, their), splat(1.5));
+                let close = _mm256_and_ps(near, _mm256_cmp_ps::<_CMP_LT_OQ>(d, touch));
+                let (qx, qy) = (_mm256_sub_ps(px, dx), _mm256_sub_ps(py, dy));
+                let (gx, gy) = (
+                    _mm256_sub_ps(qx, splat(goal.x)),
+                    _mm256_sub_ps(qy, splat(goal.y)),
+                );
+                let to_goal =
+                    _mm256_sqrt_ps(_mm256_add_ps(_mm256_mul_ps(gx, gx), _mm256_mul_ps(gy, gy)));
+                blocks |= bits(_mm256_and_ps(
+                    close,
+                    _mm256_cmp_ps::<_CMP_LT_OQ>(to_goal, dist_goal),
+                ));
+                beside |= bits(close);
+            }
+            let w = _mm256_sub_ps(splat(1.0), _mm256_div_ps(d2, reach2));
+            coincident |= bits(_mm256_and_ps(
+                near,
+                _mm256_cmp_ps::<_CMP_LE_OQ>(d, splat(1e-5)),
+            ));
+            let (dir_x, dir_y) = (_mm256_div_ps(dx, d), _mm256_div_ps(dy, d));
+            let overlap = _mm256_sub_ps(_mm256_add_ps(radius, their), d);
+            let into = _mm256_and_ps(near, _mm256_cmp_ps::<_CMP_GT_OQ>(overlap, zero));
+            let half = _mm256_mul_ps(overlap, splat(0.5));
+            apart_x = _mm256_add_ps(apart_x, _mm256_and_ps(_mm256_mul_ps(dir_x, half), into));
+            apart_y = _mm256_add_ps(apart_y, _mm256_and_ps(_mm256_mul_ps(dir_y, half), into));
+            let touches = _mm256_and_ps(near, _mm256_cmp_ps::<_CMP_GT_OQ>(overlap, slight));
+            for (m, normal) in normals.iter_mut().enumerate() {
+                let slot = _mm256_cmpeq_epi32(touching, _mm256_set1_epi32(m as i32));
+                let here = _mm256_and_ps(touches, _mm256_castsi256_ps(slot));
+                *normal = (
+                    _mm256_blendv_ps(normal.0, dir_x, here),
+                    _mm256_blendv_ps(normal.1, dir_y, here),
+                );
+            }
+            touching = _mm256_sub_epi32(touching, _mm256_castps_si256(touches));
+            let weight = match other {
+                AgentState::Moving => _mm256_blendv_ps(w, _mm256_mul_ps(w, yield_to), own_arrived),
+                AgentState::Arrived => {
+                    _mm256_blendv_ps(w, _mm256_div_ps(w, yield_from), own_moving)
+                }
+                AgentState::NoPath => w,
+            };
+            sum_x = _mm256_add_ps(sum_x, _mm256_and_ps(_mm256_mul_ps(dir_x, weight), near));
+            sum_y = _mm256_add_ps(sum_y, _mm256_and_ps(_mm256_mul_ps(dir_y, weight), near));
+        }
+        let k = cfg.max_neighbours.min(MOST_NEIGHBOURS) as i32;
+        let ints = |v: __m256i| _mm256_movemask_ps(_mm256_castsi256_ps(v)) as u32;
+        let crowded = ints(_mm256_cmpgt_epi32(count, _mm256_set1_epi32(k)));
+        let staged = _mm256_set1_epi32(STAGED_NORMALS as i32);
+        let busy = ints(_mm256_cmpgt_epi32(touching, staged));
+        let left = (crowded | busy | coincident) & search;
+        let took = search & !left;
+        let taken = lanes_of(took);
+        let some = _mm256_castsi256_ps(_mm256_cmpgt_epi32(count, _mm256_setzero_si256()));
+        let per = _mm256_cvtepi32_ps(count);
+        let push = |sum: __m256| _mm256_and_ps(_mm256_and_ps(_mm256_div_ps(sum, per), some), taken);
+        let store = |out: &mut [f32; BLOCK], v: __m256| {
+            // SAFETY: writes 8 floats into an array of 8.
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), v) };
+        };
+        store(&mut walks.push_x, push(sum_x));
+        store(&mut walks.push_y, push(sum_y));
+        store(&mut walks.unpenetrate_x, _mm256_and_ps(apart_x, taken));
+        store(&mut walks.unpenetrate_y, _mm256_and_ps(apart_y, taken));
+        let mut counts = [0i32; BLOCK];
+        // SAFETY: writes 8 integers into an array of 8.
+        unsafe { _mm256_storeu_si256(counts.as_mut_ptr().cast(), touching) };
+        let with_normals = _mm256_and_ps(
+            taken,
+            _mm256_castsi256_ps(_mm256_cmpgt_epi32(touching, _mm256_setzero_si256())),
+        );
+        for (out, normal) in walks.normals.iter_mut().zip(&normals) {
+            let x = _mm256_blendv_ps(load(&out.0), normal.0, with_normals);
+            let y = _mm256_blendv_ps(load(&out.1), normal.1, with_normals);
+            store(&mut out.0, x);
+            store(&mut out.1, y);
+        }
+        let mut rest = took;
+        while rest != 0 {
+            let l = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            walks.touching[l] = counts[l] as u8;
+        }
+        *blocked |= blocks & took;
+        *touching_arrived |= beside & took;
+        left
+    }
+
     /// [`Self::start`] of the living agents of a block whose samples are `eight`, the slots
     /// `first..first + 8`, whose entries are `rows`: the lanes `eight` sampled eight at once,
     /// but for their neighbour searches and lines of sight to the goal, which go one by one;
@@ -403,6 +547,25 @@ impl StepContext<'_> {
                     unsafe { _mm256_storeu_ps(clearance.as_mut_ptr(), kept) };
                     rest = search & visited;
                 }
+            } else {
+                // A dense crowd: all eight at once, but for the few that need more.
+                let at = (px, py, radius, reach, dist_goal);
+                let flags = (&mut blocked, &mut touching_arrived);
+                rest = self.separation8(
+                    first,
+                    search,
+                    moving,
+                    at,
+                    grp.goal,
+                    eight.group,
+                    walks,
+                    flags,
+                );
+                let took = lanes_of(search & !rest);
+                let none = _mm256_blendv_ps(load(&clearance), _mm256_setzero_ps(), took);
+                // (A search without clearances returns 0.) SAFETY: writes 8 floats into an
+                // array of 8.
+                unsafe { _mm256_storeu_ps(clearance.as_mut_ptr(), none) };
             }
             while rest != 0 {
                 let l = rest.trailing_zeros() as usize;
