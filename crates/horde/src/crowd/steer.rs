@@ -918,19 +918,22 @@ mod tests {
         }
     }
 
+    /// An open 16 × 16 map, the field to `goal`, the goal's centre and an empty crowd.
+    fn open_scene(goal: UVec2) -> (CostField, FlowField, Vec2, Crowd) {
+        let cost = CostField::new(Grid::new(16, 16).unwrap());
+        let f = field(&cost, goal);
+        let centre = cost.grid().cell_center(goal);
+        let crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+        (cost, f, centre, crowd)
+    }
+
     #[test]
     fn a_heap_of_agents_gives_the_same_bits_in_both_compilations() {
         // 150 agents heaped within half a cell (some on the same spot): every search finds
         // far more in reach than the v3 search gathers before it visits them, so it empties
         // its list mid-search, many times a step.
-        let cost = CostField::new(Grid::new(16, 16).unwrap());
-        let goal = UVec2::new(15, 15);
-        let f = field(&cost, goal);
-        let groups = [Group {
-            flow: &f,
-            goal: cost.grid().cell_center(goal),
-        }];
-        let mut a = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+        let (cost, f, goal, mut a) = open_scene(UVec2::new(15, 15));
+        let groups = [Group { flow: &f, goal }];
         let mut next = uniform(0x4ea9);
         let centre = Vec2::new(8.0, 8.0);
         for k in 0..150 {
@@ -954,14 +957,8 @@ mod tests {
         // on its first before every step: no one is clear of everyone, so the steps keep no
         // clearances, and each agent has only its partner in reach, on the same spot (split by
         // the pair's slots, which the eight-at-once separation leaves to the one-by-one).
-        let cost = CostField::new(Grid::new(16, 16).unwrap());
-        let goal = UVec2::new(15, 8);
-        let f = field(&cost, goal);
-        let groups = [Group {
-            flow: &f,
-            goal: cost.grid().cell_center(goal),
-        }];
-        let mut a = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+        let (cost, f, goal, mut a) = open_scene(UVec2::new(15, 8));
+        let groups = [Group { flow: &f, goal }];
         let mut pairs = Vec::new();
         for k in 0..49 {
             let at = Vec2::new(2.0 + 1.6 * (k % 7) as f32, 2.0 + 1.6 * (k / 7) as f32);
