@@ -130,6 +130,8 @@ impl Crowd {
             walls: ctx,
             may_skip,
             marks: None,
+            #[cfg(test)]
+            eight_pushes: Default::default(),
         };
         let isa = self.isa();
         let work = |(k, ((positions, flags), clearances)): PassPiece| {
@@ -137,6 +139,10 @@ impl Crowd {
             isa.pass::<CLEARANCE>(&pass, first, positions, flags, clearances);
         };
         each_piece!(PIECE, work, self.positions, self.flags, clearances);
+        #[cfg(test)]
+        {
+            self.eight_pushes += pass.eight_pushes.into_inner();
+        }
         false
     }
 
@@ -183,6 +189,8 @@ impl Crowd {
             walls: ctx,
             may_skip: true,
             marks: Some(&self.marks),
+            #[cfg(test)]
+            eight_pushes: Default::default(),
         };
         let isa = self.isa();
         let work = |(k, ((positions, flags), clearances)): PassPiece| {
@@ -253,6 +261,18 @@ impl Crowd {
             self.pushed.clear();
         }
         fits
+    }
+
+    /// How many agents are flagged as pushed (all of them, after a pass that pushed too many
+    /// to list). O(agents), eight flags at a time.
+    pub(super) fn count_flagged(&self) -> usize {
+        let (words, rest) = self.flags.as_chunks::<8>();
+        let any = u64::from_ne_bytes([PUSHED; 8]);
+        let whole: u32 = words
+            .iter()
+            .map(|w| (u64::from_ne_bytes(*w) & any).count_ones())
+            .sum();
+        whole as usize + rest.iter().filter(|&&f| f & PUSHED != 0).count()
     }
 
     /// Before a sparse pass: take the moves of the agents the last pass pushed into the
@@ -391,6 +411,9 @@ struct PassContext<'a> {
     may_skip: bool,
     /// Only the agents marked here are searched (all if `None`).
     marks: Option<&'a MarkBits>,
+    /// Blocks pushed by [`push8`].
+    #[cfg(test)]
+    eight_pushes: std::sync::atomic::AtomicU32,
 }
 
 impl Isa {
@@ -459,6 +482,9 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
         .zip(flags[..whole].chunks_exact_mut(BLOCK))
         .zip(clearances[..whole].chunks_exact_mut(BLOCK))
         .zip(own_radii.chunks_exact(BLOCK));
+    // While the blocks push most of their agents (a crowd pressed together), the next block
+    // goes eight at once without first probing which of its agents touch anyone.
+    let mut pressed = false;
     for (b, (((positions, flags), clearances), radii)) in blocks.enumerate() {
         let (flags, clear, radii): (&mut [u8; BLOCK], &[u32; BLOCK], &[f32; BLOCK]) = (
             flags.try_into().expect("8"),
@@ -470,6 +496,15 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
         *flags = word.to_ne_bytes();
         let alive = flag_lanes(word, ALIVE);
         let block = first + b * BLOCK;
+        #[cfg(target_arch = "x86_64")]
+        if probes && pressed {
+            // SAFETY: `probes` is set only in the v3 compilation, which runs only where the CPU
+            // has AVX2.
+            if let Some(pushed) = unsafe { push8(ctx, block, alive, positions, flags, radii) } {
+                pressed = pushed.count_ones() >= PRESSED_LANES;
+                continue;
+            }
+        }
         let mut search = if CLEARANCE {
             // Most of a spread-out crowd cannot touch anyone.
             alive & !far_mask(clear, radii, less, widest, slack)
@@ -483,6 +518,14 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
             let touching = alive;
             touching
         };
+        #[cfg(target_arch = "x86_64")]
+        if probes && search.count_ones() >= PRESSED_LANES {
+            // SAFETY: as above.
+            if let Some(pushed) = unsafe { push8(ctx, block, search, positions, flags, radii) } {
+                pressed = pushed.count_ones() >= PRESSED_LANES;
+                continue;
+            }
+        }
         while search != 0 {
             let l = search.trailing_zeros() as usize;
             search &= search - 1;
@@ -536,6 +579,117 @@ unsafe fn touching_lanes(
         Some((visited, _)) => visited,
         None => lanes,
     }
+}
+
+/// Agents of a block of eight that touch someone, from which [`push8`] pays.
+const PRESSED_LANES: u32 = 5;
+
+/// [`push_apart`] without clearances for the agents of slots `block + l` for the lanes `l`
+/// set in `lanes`, at once: the entries within reach of any of them are listed in one pass
+/// ([`NeighbourGrid::near8`]), then each listed entry's push on all eight is taken in one AVX2
+/// register, with the operations of `push_apart` in its order (entry order), so the same
+/// bits. A lane with someone on its very spot is left to `push_apart` (split by slots). The
+/// lanes pushed; `None`, with nothing done, where the listing does not pay.
+///
+/// # Safety
+/// The CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn push8(
+    ctx: &PassContext,
+    block: usize,
+    lanes: u32,
+    positions: &mut [Vec2],
+    flags: &mut [u8; BLOCK],
+    own_radii: &[f32; BLOCK],
+) -> Option<u32> {
+    use super::steer8::lanes_of;
+    use std::arch::x86_64::*;
+    let ng = ctx.ng;
+    let splat = _mm256_set1_ps;
+    let bits = |m: __m256| _mm256_movemask_ps(m) as u32;
+    let (xs, ys): ([f32; BLOCK], [f32; BLOCK]) = (
+        std::array::from_fn(|l| positions[l].x),
+        std::array::from_fn(|l| positions[l].y),
+    );
+    // SAFETY: each load reads the 8 floats of an array of 8.
+    let (px, py, radius) = unsafe {
+        (
+            _mm256_loadu_ps(xs.as_ptr()),
+            _mm256_loadu_ps(ys.as_ptr()),
+            _mm256_loadu_ps(own_radii.as_ptr()),
+        )
+    };
+    let within = _mm256_add_ps(radius, splat(ng.widest));
+    let mut list = [0u32; NEAR8];
+    let listed = ng.near8(block, lanes, (px, py), within, &mut list)?;
+    let searching = lanes_of(lanes);
+    let zero = _mm256_setzero_ps();
+    let (mut shift_x, mut shift_y) = (zero, zero);
+    let mut coincident = 0u32;
+    for &e in &list[..listed] {
+        let e = e as usize;
+        let (x, y) = (ng.xs[e], ng.ys[e]);
+        let d2 = distances8(px, py, x, y, e.wrapping_sub(block));
+        let touch = _mm256_add_ps(radius, splat(ctx.radii[e]));
+        let hit = _mm256_and_ps(
+            _mm256_cmp_ps::<_CMP_LT_OQ>(d2, _mm256_mul_ps(touch, touch)),
+            searching,
+        );
+        let d = _mm256_sqrt_ps(d2);
+        coincident |= bits(_mm256_and_ps(
+            hit,
+            _mm256_cmp_ps::<_CMP_LE_OQ>(d, splat(1e-5)),
+        ));
+        let (dx, dy) = (_mm256_sub_ps(px, splat(x)), _mm256_sub_ps(py, splat(y)));
+        let half = _mm256_mul_ps(_mm256_sub_ps(touch, d), splat(0.5));
+        // (Adding +0 in the other lanes keeps their sums: a sum that starts at +0 is never -0.)
+        let push_x = _mm256_mul_ps(_mm256_div_ps(dx, d), half);
+        let push_y = _mm256_mul_ps(_mm256_div_ps(dy, d), half);
+        shift_x = _mm256_add_ps(shift_x, _mm256_and_ps(push_x, hit));
+        shift_y = _mm256_add_ps(shift_y, _mm256_and_ps(push_y, hit));
+    }
+    let (mut sx, mut sy) = ([0.0f32; BLOCK], [0.0f32; BLOCK]);
+    // SAFETY: each store writes 8 floats into an array of 8.
+    unsafe {
+        _mm256_storeu_ps(sx.as_mut_ptr(), shift_x);
+        _mm256_storeu_ps(sy.as_mut_ptr(), shift_y);
+    }
+    #[cfg(test)]
+    ctx.eight_pushes
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut pushed = 0u32;
+    let mut rest = lanes;
+    while rest != 0 {
+        let l = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        if coincident & (1 << l) != 0 {
+            let (pos, flag) = (&mut positions[l], &mut flags[l]);
+            let mut unused = 0;
+            push_apart::<false, true>(
+                ng,
+                ctx.radii,
+                &ctx.walls,
+                false,
+                block + l,
+                pos,
+                flag,
+                &mut unused,
+            );
+        } else {
+            let shift = Vec2::new(sx[l], sy[l]);
+            if shift != Vec2::ZERO {
+                let cell = ctx.walls.grid.cell_size();
+                let p = positions[l];
+                positions[l] =
+                    ctx.walls
+                        .slide(p, shift.clamp_length_max(0.45 * cell), own_radii[l]);
+                flags[l] |= PUSHED;
+            }
+        }
+        pushed |= ((flags[l] & PUSHED != 0) as u32) << l;
+    }
+    Some(pushed)
 }
 
 /// Bit `l` of the flag `flag` (a single bit) of byte `l` of `word` (eight agents' flags).

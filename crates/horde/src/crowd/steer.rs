@@ -55,8 +55,11 @@ pub(super) struct Walk {
     pub(super) touching_arrived: bool,
 }
 
-/// Most touching neighbours an agent may have for its step to be finished eight at once.
-pub(super) const STAGED_NORMALS: usize = 2;
+/// Most touching neighbours an agent may have for its step to be finished eight at once. Two
+/// would do in a crowd walking in lanes, but in one pressed together (a million on 1024 × 1024
+/// after a few seconds) nearly half touch three or more: with four, one lane in eight is left
+/// to the one-by-one code instead of one in two, and the step is 18 % faster.
+pub(super) const STAGED_NORMALS: usize = 4;
 
 /// An agent's step between [`StepContext::start`] and [`StepContext::finish`]: its walk, its
 /// state so far, and the normals of the neighbours it touches (the first `touching`).
@@ -975,5 +978,37 @@ mod tests {
             step_both_compilations(&mut a, &cost, &groups, 1, &format!("pairs {step}"));
         }
         assert!(dense >= 15, "{dense} of 20 steps kept no clearances");
+    }
+
+    #[test]
+    fn a_crowd_pressed_together_gives_the_same_bits_in_both_compilations() {
+        // 480 agents on a lattice closer than their bodies, some pairs on the same spot, against
+        // the map's edges: most touch several others for many steps, so collision passes push
+        // eight at once (those on one spot left to the one-by-one code), and separation stages
+        // agents touching up to four.
+        let (cost, f, goal, mut a) = open_scene(UVec2::new(8, 8));
+        let groups = [Group { flow: &f, goal }];
+        for k in 0..480 {
+            let (col, row) = ((k % 24) as f32, (k / 24) as f32);
+            let at = Vec2::new(1.0 + 0.55 * col, 1.0 + 0.55 * row);
+            a.add_agent(&cost, params(at)).unwrap();
+            if k % 37 == 0 {
+                a.add_agent(&cost, params(at)).unwrap();
+            }
+        }
+        let mut pushed_eight_at_once = 0;
+        for step in 0..30 {
+            let before = a.eight_pushes;
+            step_both_compilations(&mut a, &cost, &groups, 1, &format!("pressed {step}"));
+            pushed_eight_at_once += (a.eight_pushes > before) as usize;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if matches!(Isa::detect(), Isa::V3) {
+            assert!(
+                pushed_eight_at_once >= 20,
+                "{pushed_eight_at_once} of 30 steps"
+            );
+        }
+        assert!(a.positions().iter().all(|p| p.is_finite()));
     }
 }

@@ -4,10 +4,10 @@
 //! searches of those who have, and the rare lines of sight to the goal, go one by one) and the
 //! clearances kept.
 //! The second half ([`StepContext::finish`], in `finish8`): the velocity each steers towards,
-//! the acceleration and speed limits, less what heads into the one or two neighbours each
+//! the acceleration and speed limits, less what heads into the (at most four) neighbours each
 //! touches, the slide along the walls and the stuck timer. The same operations in the same
 //! order as `start` and `finish` (none fused), so the same bits. An agent that needs what they
-//! do not do (a flow sample off the fast path, more than two touching neighbours, standing off
+//! do not do (a flow sample off the fast path, more than four touching neighbours, standing off
 //! the map, a wall read past the end of the map) is handed to `start` or `finish`.
 
 use std::arch::x86_64::*;
@@ -206,7 +206,7 @@ fn spread(bits: u32) -> u64 {
 /// All ones in the lanes whose bits are set in `bits`, zeros in the others.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn lanes_of(bits: u32) -> __m256 {
+pub(super) fn lanes_of(bits: u32) -> __m256 {
     let each = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
     let set = _mm256_and_si256(_mm256_set1_epi32(bits as i32), each);
     _mm256_castsi256_ps(_mm256_cmpeq_epi32(set, each))
