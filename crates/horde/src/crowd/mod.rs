@@ -360,6 +360,9 @@ pub struct Crowd {
     /// Blocks of eight agents that a collision pass pushed at once (for the tests).
     #[cfg(test)]
     eight_pushes: u32,
+    /// Tests turn the guess at a fresh crowd's density off, to check that it changes nothing.
+    #[cfg(test)]
+    no_density_guess: bool,
     /// Tests turn skipping searches off, to check that it changes nothing.
     #[cfg(test)]
     search_everyone: bool,
@@ -475,6 +478,8 @@ impl Crowd {
             marked_passes: 0,
             #[cfg(test)]
             eight_pushes: 0,
+            #[cfg(test)]
+            no_density_guess: false,
         })
     }
 
@@ -986,10 +991,27 @@ impl Crowd {
             // went. (A sort takes them all afresh.)
             self.refresh_snapshot();
         }
+        let fresh = !self.sorted;
         let ng = &self.neighbours;
         if due || ng.drift > RESORT_DRIFT * ng.cell {
             self.sort_agents();
             self.unsorted_steps = 0;
+            // Agents just added or put somewhere have no clearances to skip searches with, and
+            // measuring them (see `keep_clearances`) costs a dense crowd more than half a step
+            // again: guess from the grid instead, with the rule `keep_clearances` applies to
+            // the measured share. (Which way it goes changes no bits, only the work.)
+            let reach = self
+                .config
+                .separation_radius
+                .max(2.0 * self.neighbours.widest);
+            #[cfg(test)]
+            let fresh = fresh && !self.no_density_guess;
+            if fresh
+                && self.dense_steps == 0
+                && self.neighbours.clear_share(self.alive, reach) * 8.0 < 1.0
+            {
+                self.dense_steps = DENSE_STEPS;
+            }
         } else {
             // Everyone is still filed near enough to where it stands: keep the grid (the drift
             // covers the difference) and take the states the step starts from.
@@ -1496,6 +1518,37 @@ mod tests {
                 "after {steps} steps: {got} vs {want}"
             );
             assert!(want > 0.0, "the crowd overlaps somewhere");
+        }
+    }
+
+    #[test]
+    fn a_fresh_crowd_guesses_its_density_and_the_guess_changes_no_bits() {
+        let cost = CostField::new(Grid::new(24, 24).unwrap());
+        let goal = UVec2::new(20, 20);
+        let f = field(&cost, goal);
+        let groups = [Group {
+            flow: &f,
+            goal: cost.grid().cell_center(goal),
+        }];
+        // Packed closer than the separation reach, and spread three cells apart.
+        for (spacing, side, dense) in [(0.6f32, 30, true), (3.0, 7, false)] {
+            let mut a = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+            for k in 0..side * side {
+                let at = Vec2::new((k % side) as f32, (k / side) as f32) * spacing;
+                a.add_agent(&cost, params(at + Vec2::splat(1.5))).unwrap();
+            }
+            let mut b = a.clone();
+            b.no_density_guess = true;
+            a.step(0.05, &cost, &groups).unwrap();
+            b.step(0.05, &cost, &groups).unwrap();
+            // A step that measures clearances leaves their unit; a dense one does not.
+            assert_eq!(a.clearance_unit == 0.0, dense, "spacing {spacing}");
+            assert!(b.clearance_unit > 0.0);
+            for _ in 0..10 {
+                assert!(a.positions() == b.positions() && a.velocities == b.velocities);
+                a.step(0.05, &cost, &groups).unwrap();
+                b.step(0.05, &cost, &groups).unwrap();
+            }
         }
     }
 

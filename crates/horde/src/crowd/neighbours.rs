@@ -472,6 +472,15 @@ impl NeighbourGrid {
         self.ys.extend_from_slice(&[f32::INFINITY; LANES]);
     }
 
+    /// The share of the `alive` agents that would have no one within `reach` if they stood at
+    /// random (a Poisson crowd) at the density of the occupied cells: a guess at how many a
+    /// neighbour search would find clear, from the cell starts alone. O(cells).
+    pub(super) fn clear_share(&self, alive: usize, reach: f32) -> f32 {
+        let occupied = self.starts.windows(2).filter(|w| w[1] > w[0]).count();
+        let density = alive as f32 / (occupied.max(1) as f32 * self.cell * self.cell);
+        (-density * std::f32::consts::PI * reach * reach).exp()
+    }
+
     /// Take new positions into the snapshot without re-sorting, measure the drift that searches
     /// allow for, and take how far each agent moved off its clearance (see
     /// [`Crowd::collision_pass`]). Only while slot `k` is entry `k` (the agents were sorted
