@@ -674,9 +674,18 @@ impl Crowd {
         each_piece!(CHUNK, work, self.ids, self.groups, self.flags);
         self.states.clear();
         self.states.extend_from_slice(&self.neighbours.states);
-        for (k, &id) in self.ids.iter().enumerate() {
-            self.id_slots[id as usize] = k as u32;
-        }
+        // Each thread takes a run of ids (reading every slot's id, writing only its own).
+        let ids = &self.ids;
+        let width = self.id_slots.len().div_ceil(sort_parts()).max(1);
+        each_chunk(&mut self.id_slots, width, |c, run| {
+            let lo = c * width;
+            for (k, &id) in ids.iter().enumerate() {
+                let at = (id as usize).wrapping_sub(lo);
+                if at < run.len() {
+                    run[at] = k as u32;
+                }
+            }
+        });
 
         scratch.truncate(live);
         let ng = &self.neighbours;

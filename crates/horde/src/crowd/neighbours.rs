@@ -424,12 +424,10 @@ impl NeighbourGrid {
         });
         self.starts.clear();
         self.starts.resize(cells + 1, 0);
-        for &key in &self.xs {
-            let c = key.to_bits();
-            if c != u32::MAX {
-                self.starts[c as usize + 1] += 1;
-            }
-        }
+        // A counting sort, each thread taking a run of cells (reading every key, writing only
+        // its own cells' counts and slots).
+        let parts = sort_parts();
+        count_cells(&self.xs, &mut self.starts[1..], 0, parts);
         // Prefix sums, with the running total in a register.
         let mut total = 0u32;
         for start in &mut self.starts {
@@ -440,14 +438,14 @@ impl NeighbourGrid {
         self.slots.resize(n, 0);
         // Fill in slot order so that each cell's entries stay sorted by slot: deterministic.
         // `starts[c]` serves as cell c's cursor, and ends at the start of cell c + 1.
-        for (i, &key) in self.xs.iter().enumerate() {
-            let c = key.to_bits();
-            if c != u32::MAX {
-                let k = self.starts[c as usize] as usize;
-                self.starts[c as usize] += 1;
-                self.slots[k] = i as u32;
-            }
-        }
+        scatter_slots(
+            &self.xs,
+            &mut self.starts[..cells],
+            0,
+            &mut self.slots,
+            0,
+            parts,
+        );
         self.starts.copy_within(0..cells, 1);
         self.starts[0] = 0;
         // The snapshot, gathered in sorted order.
@@ -1042,6 +1040,84 @@ fn near_mask8(
     _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OS>(d2, _mm256_set1_ps(within2))) as u32
 }
 
+/// How many runs of cells (or ids) a sort's scatters are split into: one per thread, up to
+/// eight (each run reads every key once, and writes only its own share).
+pub(super) fn sort_parts() -> usize {
+    #[cfg(feature = "parallel")]
+    {
+        rayon::current_num_threads().clamp(1, 8)
+    }
+    #[cfg(not(feature = "parallel"))]
+    1
+}
+
+/// `counts[c - lo] += 1` for each key (a cell's bits, `u32::MAX` for none) of a cell in
+/// `lo..lo + counts.len()`, split into `parts` runs of cells (in parallel with `parallel`).
+fn count_cells(keys: &[f32], counts: &mut [u32], lo: usize, parts: usize) {
+    if parts > 1 && counts.len() > 1 {
+        let mid = counts.len() / 2;
+        let (left, right) = counts.split_at_mut(mid);
+        let (a, b) = (parts / 2, parts - parts / 2);
+        join(
+            || count_cells(keys, left, lo, a),
+            || count_cells(keys, right, lo + mid, b),
+        );
+        return;
+    }
+    for key in keys {
+        // (`u32::MAX` wraps far out of any run.)
+        let c = (key.to_bits() as usize).wrapping_sub(lo);
+        if c < counts.len() {
+            counts[c] += 1;
+        }
+    }
+}
+
+/// Slot `i` of each key (as in [`count_cells`]) of a cell in `lo..lo + cursors.len()` into
+/// `slots` at its cell's cursor, which then moves on: `cursors` holds where each cell starts,
+/// `slots` the entries from `base` on. In slot order within each cell. Split into `parts`
+/// runs of cells, each with the entries its cells start at (in parallel with `parallel`).
+fn scatter_slots(
+    keys: &[f32],
+    cursors: &mut [u32],
+    lo: usize,
+    slots: &mut [u32],
+    base: usize,
+    parts: usize,
+) {
+    if parts > 1 && cursors.len() > 1 {
+        let mid = cursors.len() / 2;
+        let split = cursors[mid] as usize - base;
+        let (left, right) = cursors.split_at_mut(mid);
+        let (first, second) = slots.split_at_mut(split);
+        let (a, b) = (parts / 2, parts - parts / 2);
+        join(
+            || scatter_slots(keys, left, lo, first, base, a),
+            || scatter_slots(keys, right, lo + mid, second, base + split, b),
+        );
+        return;
+    }
+    for (i, key) in keys.iter().enumerate() {
+        let c = (key.to_bits() as usize).wrapping_sub(lo);
+        if c < cursors.len() {
+            let k = cursors[c] as usize;
+            cursors[c] += 1;
+            slots[k - base] = i as u32;
+        }
+    }
+}
+
+/// Both, in parallel with `parallel`.
+pub(super) fn join(a: impl FnOnce() + Send, b: impl FnOnce() + Send) {
+    #[cfg(feature = "parallel")]
+    rayon::join(a, b);
+    #[cfg(not(feature = "parallel"))]
+    {
+        a();
+        b();
+    }
+}
+
 /// Most entries [`NeighbourGrid::near8`] lists: those of the cells round eight agents'
 /// searched cells, when they are few enough to pay (see [`NeighbourGrid::union8`]).
 pub(super) const NEAR8: usize = 12 * LANES + 16;
@@ -1159,6 +1235,38 @@ mod tests {
     use super::*;
     use crate::crowd::tests::*;
 
+    #[test]
+    fn the_counting_sort_in_runs_of_cells_matches_a_stable_sort() {
+        let mut next = uniform(0x5eed);
+        let cells = 37;
+        // Cells' bits as the rebuild parks them, a few agents filed nowhere.
+        let keys: Vec<f32> = (0..500)
+            .map(|k| {
+                let cell = if k % 29 == 0 {
+                    u32::MAX
+                } else {
+                    (next() * cells as f32) as u32
+                };
+                f32::from_bits(cell)
+            })
+            .collect();
+        let mut expected: Vec<u32> = (0..500u32)
+            .filter(|&i| keys[i as usize].to_bits() != u32::MAX)
+            .collect();
+        expected.sort_by_key(|&i| keys[i as usize].to_bits());
+        for parts in [1, 2, 3, 8] {
+            let mut starts = vec![0u32; cells + 1];
+            count_cells(&keys, &mut starts[1..], 0, parts);
+            let mut total = 0;
+            for s in &mut starts {
+                total += *s;
+                *s = total;
+            }
+            let mut slots = vec![u32::MAX; total as usize];
+            scatter_slots(&keys, &mut starts[..cells], 0, &mut slots, 0, parts);
+            assert_eq!(slots, expected, "{parts} runs");
+        }
+    }
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn append_lanes_gathers_the_set_lanes_in_order() {
