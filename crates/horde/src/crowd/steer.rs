@@ -57,9 +57,10 @@ pub(super) struct Walk {
 
 /// Most touching neighbours an agent may have for its step to be finished eight at once. Two
 /// would do in a crowd walking in lanes, but in one pressed together (a million on 1024 × 1024
-/// after a few seconds) nearly half touch three or more: with four, one lane in eight is left
-/// to the one-by-one code instead of one in two, and the step is 18 % faster.
-pub(super) const STAGED_NORMALS: usize = 4;
+/// after a few seconds) nearly half touch three or more, and after fifteen seconds one in six
+/// touches five or more. (The eight-at-once separation takes up to four or up to six, see
+/// `separation8`.)
+pub(super) const STAGED_NORMALS: usize = 6;
 
 /// An agent's step between [`StepContext::start`] and [`StepContext::finish`]: its walk, its
 /// state so far, and the normals of the neighbours it touches (the first `touching`).
@@ -982,15 +983,16 @@ mod tests {
 
     #[test]
     fn a_crowd_pressed_together_gives_the_same_bits_in_both_compilations() {
-        // 480 agents on a lattice closer than their bodies, some pairs on the same spot, against
-        // the map's edges: most touch several others for many steps, so collision passes push
-        // eight at once (those on one spot left to the one-by-one code), and separation stages
-        // agents touching up to four.
+        // 480 agents on a hexagonal lattice closer than their bodies (six touching each), some
+        // pairs on the same spot, against the map's edges: most touch several others for many
+        // steps, so collision passes push eight at once (those on one spot left to the
+        // one-by-one code), and separation stages agents touching up to six.
         let (cost, f, goal, mut a) = open_scene(UVec2::new(8, 8));
         let groups = [Group { flow: &f, goal }];
         for k in 0..480 {
-            let (col, row) = ((k % 24) as f32, (k / 24) as f32);
-            let at = Vec2::new(1.0 + 0.55 * col, 1.0 + 0.55 * row);
+            let (col, row) = ((k % 22) as f32, (k / 22) as f32);
+            let shift = 0.3 * (row as u32 % 2) as f32;
+            let at = Vec2::new(1.0 + 0.6 * col + shift, 1.0 + 0.52 * row);
             a.add_agent(&cost, params(at)).unwrap();
             if k % 37 == 0 {
                 a.add_agent(&cost, params(at)).unwrap();

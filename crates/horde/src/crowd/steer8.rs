@@ -4,10 +4,10 @@
 //! searches of those who have, and the rare lines of sight to the goal, go one by one) and the
 //! clearances kept.
 //! The second half ([`StepContext::finish`], in `finish8`): the velocity each steers towards,
-//! the acceleration and speed limits, less what heads into the (at most four) neighbours each
+//! the acceleration and speed limits, less what heads into the (at most six) neighbours each
 //! touches, the slide along the walls and the stuck timer. The same operations in the same
 //! order as `start` and `finish` (none fused), so the same bits. An agent that needs what they
-//! do not do (a flow sample off the fast path, more than four touching neighbours, standing off
+//! do not do (a flow sample off the fast path, more than six touching neighbours, standing off
 //! the map, a wall read past the end of the map) is handed to `start` or `finish`.
 
 use std::arch::x86_64::*;
@@ -48,7 +48,13 @@ pub(super) struct Walks {
     /// The normals of the neighbours each touches, x and y, and how many.
     normals: [([f32; BLOCK], [f32; BLOCK]); STAGED_NORMALS],
     touching: [u8; BLOCK],
+    /// The last block's separation had a lane touching more than [`NARROW_NORMALS`] (kept
+    /// from block to block).
+    wide: bool,
 }
+
+/// Registers of touching normals that `separation8` takes while no lane needs more.
+const NARROW_NORMALS: usize = 4;
 
 impl Walks {
     /// No lane staged. (Staging a lane writes all its fields but the normals past its
@@ -299,11 +305,42 @@ impl StepContext<'_> {
     /// every lane gets its bits. Writes the push, unpenetration, touching count and normals of
     /// the lanes it takes to `walks`, and their bits to `flags` (blocked by an arrived agent,
     /// touching one); returns the lanes left to `separation`: those with more than k in reach,
-    /// one standing on them (split by slots) or more than [`STAGED_NORMALS`] touching (finished
-    /// at once), and all of them where the entries round them are too many.
+    /// one standing on them (split by slots) or more touching than it has registers for (see
+    /// below), and all of them where the entries round them are too many.
+    ///
+    /// Each listed entry's touching normals go into as many registers as a lane may have
+    /// touching neighbours: four while the blocks before had no lane touching more (a crowd
+    /// walking or spread out), eight after one that did (a crowd pressed together), since
+    /// each register costs every entry of every block a few operations, and a lane left
+    /// over a whole search of its own.
     #[target_feature(enable = "avx2")]
     #[allow(clippy::too_many_arguments)]
     fn separation8(
+        &self,
+        first: usize,
+        search: u32,
+        moving: u32,
+        at: (__m256, __m256, __m256, __m256, __m256),
+        goal: Vec2,
+        group: u16,
+        walks: &mut Walks,
+        flags: (&mut u32, &mut u32),
+    ) -> u32 {
+        if walks.wide {
+            self.separation8_in::<STAGED_NORMALS>(
+                first, search, moving, at, goal, group, walks, flags,
+            )
+        } else {
+            self.separation8_in::<NARROW_NORMALS>(
+                first, search, moving, at, goal, group, walks, flags,
+            )
+        }
+    }
+
+    /// [`Self::separation8`] with `N` registers of normals (at most [`STAGED_NORMALS`]).
+    #[target_feature(enable = "avx2")]
+    #[allow(clippy::too_many_arguments)]
+    fn separation8_in<const N: usize>(
         &self,
         first: usize,
         search: u32,
@@ -331,7 +368,7 @@ impl StepContext<'_> {
         let zero = _mm256_setzero_ps();
         let (mut sum_x, mut sum_y, mut apart_x, mut apart_y) = (zero, zero, zero, zero);
         let (mut count, mut touching) = (_mm256_setzero_si256(), _mm256_setzero_si256());
-        let mut normals = [(zero, zero); STAGED_NORMALS];
+        let mut normals = [(zero, zero); N];
         let (mut blocks, mut beside, mut coincident) = (0u32, 0u32, 0u32);
         for &e in &list[..listed] {
             let e = e as usize;
@@ -393,8 +430,9 @@ impl StepContext<'_> {
         let k = cfg.max_neighbours.min(MOST_NEIGHBOURS) as i32;
         let ints = |v: __m256i| _mm256_movemask_ps(_mm256_castsi256_ps(v)) as u32;
         let crowded = ints(_mm256_cmpgt_epi32(count, _mm256_set1_epi32(k)));
-        let staged = _mm256_set1_epi32(STAGED_NORMALS as i32);
-        let busy = ints(_mm256_cmpgt_epi32(touching, staged));
+        let busy = ints(_mm256_cmpgt_epi32(touching, _mm256_set1_epi32(N as i32)));
+        let narrow = _mm256_set1_epi32(NARROW_NORMALS as i32);
+        walks.wide = ints(_mm256_cmpgt_epi32(touching, narrow)) & search != 0;
         let left = (crowded | busy | coincident) & search;
         let took = search & !left;
         let taken = lanes_of(took);
