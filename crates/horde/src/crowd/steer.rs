@@ -57,7 +57,7 @@ pub(super) struct Walk {
 
 /// Most touching neighbours an agent may have for its step to be finished eight at once. Two
 /// would do in a crowd walking in lanes, but in one pressed together (a million on 1024 × 1024
-/// after a few seconds) nearly half touch three or more, and after fifteen seconds one in six
+/// after a few seconds) nearly half touch three or more, and twelve seconds in one in six
 /// touches five or more. (The eight-at-once separation takes up to four or up to six, see
 /// `separation8`.)
 pub(super) const STAGED_NORMALS: usize = 6;
