@@ -1108,7 +1108,7 @@ fn scatter_slots(
 }
 
 /// Both, in parallel with `parallel`.
-pub(super) fn join(a: impl FnOnce() + Send, b: impl FnOnce() + Send) {
+fn join(a: impl FnOnce() + Send, b: impl FnOnce() + Send) {
     #[cfg(feature = "parallel")]
     rayon::join(a, b);
     #[cfg(not(feature = "parallel"))]
