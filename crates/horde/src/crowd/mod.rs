@@ -675,15 +675,26 @@ impl Crowd {
         each_piece!(CHUNK, work, self.ids, self.groups, self.flags);
         self.states.clear();
         self.states.extend_from_slice(&self.neighbours.states);
-        // Each thread takes a run of ids (reading every slot's id, writing only its own).
-        let ids = &self.ids;
-        let width = self.id_slots.len().div_ceil(sort_parts()).max(1);
-        each_chunk(&mut self.id_slots, width, |c, run| {
+        // Each id's new slot is the new slot of its old one. Where each old slot went is parked
+        // as bits in the scratch, each thread taking a run of old slots (reading the whole
+        // order, which mostly keeps them in place); then each id reads its own, its removed
+        // ones keeping none. (Writing each slot at its id instead costs a third more: the ids
+        // lie in no order the sort keeps, and random writes cost more than random reads.)
+        let width = scratch.len().div_ceil(sort_parts()).max(1);
+        each_chunk(&mut scratch, width, |c, run| {
             let lo = c * width;
-            for (k, &id) in ids.iter().enumerate() {
-                let at = (id as usize).wrapping_sub(lo);
+            for (k, &old) in order.iter().enumerate() {
+                let at = (old as usize).wrapping_sub(lo);
                 if at < run.len() {
-                    run[at] = k as u32;
+                    run[at].x = f32::from_bits(k as u32);
+                }
+            }
+        });
+        let went = &scratch;
+        each_chunk(&mut self.id_slots, CHUNK, |_, piece| {
+            for slot in piece {
+                if *slot != u32::MAX {
+                    *slot = went[*slot as usize].x.to_bits();
                 }
             }
         });
@@ -1008,20 +1019,13 @@ impl Crowd {
             self.unsorted_steps = 0;
             // Agents just added or put somewhere have no clearances to skip searches with, and
             // measuring them (see `keep_clearances`) costs a dense crowd more than half a step
-            // again: guess from the grid instead, with the rule `keep_clearances` applies to
-            // the measured share. (Either way this step's moves come out the same; only its
-            // work differs, and with it the bounds that decide when the next sort comes.)
-            let reach = self
-                .config
-                .separation_radius
-                .max(2.0 * self.neighbours.widest);
+            // again: guess from the grid instead. (Either way this step's moves come out the
+            // same; only its work differs, and with it the bounds that decide when the next
+            // sort comes.)
             #[cfg(test)]
             let fresh = fresh && !self.no_density_guess;
-            if fresh
-                && self.dense_steps == 0
-                && self.neighbours.clear_share(self.alive, reach) * 8.0 < 1.0
-            {
-                self.dense_steps = DENSE_STEPS;
+            if fresh && self.dense_steps == 0 {
+                self.dense_steps = self.guess_dense_steps();
             }
         } else {
             // Everyone is still filed near enough to where it stands: keep the grid (the drift
@@ -1041,6 +1045,16 @@ impl Crowd {
         if !track {
             self.dense_steps -= 1;
             self.clearance_unit = 0.0;
+            // A crowd still pressed together by the grid's count would measure next step only
+            // to find hardly anyone clear (a step and a half of work for nothing): it waits
+            // another while.
+            #[cfg(test)]
+            let guess = !self.no_density_guess;
+            #[cfg(not(test))]
+            let guess = true;
+            if guess && self.dense_steps == 0 && self.guess_dense_steps() == 4 * DENSE_STEPS {
+                self.dense_steps = 4 * DENSE_STEPS;
+            }
         }
         // The sort order is not needed again this step: its buffer holds each agent's clearance
         // (see `collision_pass`), so that costs no memory.
@@ -1236,6 +1250,23 @@ impl Crowd {
             &mut self.partial_moves,
         );
         self.neighbours.slots = scratch;
+    }
+
+    /// How many steps to go without clearances, guessed from the grid's occupied cells (see
+    /// [`NeighbourGrid::clear_share`]) with the rule `keep_clearances` applies to the measured
+    /// share of agents clear of the separation reach: none for one in 8 or more, four times
+    /// as many under one in 64. O(cells).
+    fn guess_dense_steps(&self) -> u32 {
+        let ng = &self.neighbours;
+        let reach = self.config.separation_radius.max(2.0 * ng.widest);
+        let clear = ng.clear_share(self.alive, reach);
+        if clear * 64.0 < 1.0 {
+            4 * DENSE_STEPS
+        } else if clear * 8.0 < 1.0 {
+            DENSE_STEPS
+        } else {
+            0
+        }
     }
 
     fn rebuild_neighbours(&mut self) {
@@ -1552,8 +1583,10 @@ mod tests {
             b.no_density_guess = true;
             a.step(0.05, &cost, &groups).unwrap();
             b.step(0.05, &cost, &groups).unwrap();
-            // A step that measures clearances leaves their unit; a dense one does not.
+            // A step that measures clearances leaves their unit; a dense one does not. The
+            // packed crowd is guessed far from clearing up: the long wait.
             assert_eq!(a.clearance_unit == 0.0, dense, "spacing {spacing}");
+            assert_eq!(a.dense_steps, if dense { 4 * DENSE_STEPS - 1 } else { 0 });
             assert!(b.clearance_unit > 0.0);
             // Measured: no one clear in the packed crowd, so it is measured again only after
             // four times the usual wait.
@@ -1564,6 +1597,40 @@ mod tests {
             };
             assert!(bits(&a) == bits(&b), "spacing {spacing}");
         }
+    }
+
+    #[test]
+    fn a_crowd_still_pressed_together_waits_again_without_measuring() {
+        let cost = CostField::new(Grid::new(40, 40).unwrap());
+        let goal = UVec2::new(20, 20);
+        let f = field(&cost, goal);
+        let groups = [Group {
+            flow: &f,
+            goal: cost.grid().cell_center(goal),
+        }];
+        // Packed closer than the separation reach round the goal, where it stays packed.
+        let side = 40;
+        let mut guessing = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+        for k in 0..side * side {
+            let at = Vec2::new((k % side) as f32, (k / side) as f32) * 0.5;
+            guessing
+                .add_agent(&cost, params(at + Vec2::splat(10.0)))
+                .unwrap();
+        }
+        let mut measuring = guessing.clone();
+        measuring.no_density_guess = true;
+        let mut measures = 0;
+        for _ in 0..3 * 4 * DENSE_STEPS {
+            measures += (measuring.dense_steps == 0) as u32;
+            guessing.step(0.05, &cost, &groups).unwrap();
+            measuring.step(0.05, &cost, &groups).unwrap();
+            // A measured step leaves the clearances' unit.
+            assert!(guessing.clearance_unit == 0.0, "a measured step");
+        }
+        // Without the guess the crowd is measured at its first step and after each wait, and
+        // is found just as pressed each time.
+        assert_eq!(measures, 3);
+        assert!(measuring.dense_steps > 0);
     }
 
     #[test]
