@@ -488,9 +488,6 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
         .zip(flags[..whole].chunks_exact_mut(BLOCK))
         .zip(clearances[..whole].chunks_exact_mut(BLOCK))
         .zip(own_radii.chunks_exact(BLOCK));
-    // While the blocks push most of their agents (a crowd pressed together), the next block
-    // goes eight at once without first probing which of its agents touch anyone.
-    let mut pressed = false;
     for (b, (((positions, flags), clearances), radii)) in blocks.enumerate() {
         let (flags, clear, radii): (&mut [u8; BLOCK], &[u32; BLOCK], &[f32; BLOCK]) = (
             flags.try_into().expect("8"),
@@ -502,36 +499,22 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
         *flags = word.to_ne_bytes();
         let alive = flag_lanes(word, ALIVE);
         let block = first + b * BLOCK;
-        #[cfg(target_arch = "x86_64")]
-        if probes && pressed {
-            // SAFETY: `probes` is set only in the v3 compilation, which runs only where the CPU
-            // has AVX2.
-            if let Some(pushed) = unsafe { push8(ctx, block, alive, positions, flags, radii) } {
-                pressed = pushed.count_ones() >= PRESSED_LANES;
-                continue;
-            }
-        }
         let mut search = if CLEARANCE {
             // Most of a spread-out crowd cannot touch anyone.
             alive & !far_mask(clear, radii, less, widest, slack)
         } else {
-            // In a crowd walking in lanes most touch no one after the walk.
+            // One pass over the entries round all eight lists whom each touches (most of a
+            // crowd walking in lanes touch no one after the walk; most of one pressed
+            // together touch several), and their pushes are taken from that list.
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: only the v3 compilation (`AVX2`), which runs only where the CPU has
+            // SAFETY: only the v3 compilation (`probes`), which runs only where the CPU has
             // AVX2, gets here without clearances.
-            let touching = unsafe { touching_lanes(ng, block, alive, positions, radii) };
-            #[cfg(not(target_arch = "x86_64"))]
-            let touching = alive;
-            touching
-        };
-        #[cfg(target_arch = "x86_64")]
-        if probes && search.count_ones() >= PRESSED_LANES {
-            // SAFETY: as above.
-            if let Some(pushed) = unsafe { push8(ctx, block, search, positions, flags, radii) } {
-                pressed = pushed.count_ones() >= PRESSED_LANES;
+            if let Some(_pushed) = unsafe { push8(ctx, block, alive, positions, flags, radii) } {
                 continue;
             }
-        }
+            // The cells round them hold too many to list.
+            alive
+        };
         while search != 0 {
             let l = search.trailing_zeros() as usize;
             search &= search - 1;
@@ -549,46 +532,6 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
         &mut clearances[whole..],
     );
 }
-
-/// Which of the agents of slots `block..block + 8` set in `lanes` (at `positions`, of
-/// `radii`) have anyone within touching reach, as their `push_apart` searches would find: in
-/// one pass over the entries round all eight ([`NeighbourGrid::probe8`]), or all of `lanes`
-/// where that does not pay. Those who have no one would get no push.
-///
-/// # Safety
-/// The CPU has AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-unsafe fn touching_lanes(
-    ng: &NeighbourGrid,
-    block: usize,
-    lanes: u32,
-    positions: &[Vec2],
-    radii: &[f32; BLOCK],
-) -> u32 {
-    use std::arch::x86_64::*;
-    let (xs, ys, within): ([f32; BLOCK], [f32; BLOCK], [f32; BLOCK]) = (
-        std::array::from_fn(|l| positions[l].x),
-        std::array::from_fn(|l| positions[l].y),
-        std::array::from_fn(|l| radii[l] + ng.widest),
-    );
-    // SAFETY: each load reads the 8 floats of an array of 8.
-    let (px, py, within) = unsafe {
-        (
-            _mm256_loadu_ps(xs.as_ptr()),
-            _mm256_loadu_ps(ys.as_ptr()),
-            _mm256_loadu_ps(within.as_ptr()),
-        )
-    };
-    match ng.probe8(block, lanes, (px, py), within) {
-        Some((visited, _)) => visited,
-        None => lanes,
-    }
-}
-
-/// Agents of a block of eight that touch someone, from which [`push8`] pays.
-const PRESSED_LANES: u32 = 5;
 
 /// [`push_apart`] without clearances for the agents of slots `block + l` for the lanes `l`
 /// set in `lanes`, at once: the entries within reach of any of them are listed in one pass
