@@ -1,8 +1,9 @@
 //! Criterion benchmarks of one crowd step at 10k, 100k and 1M agents on a 1024 x 1024 map, and
 //! at 10k, 100k and 1M agents at one density (maps of 324², 1024² and 3238²); at 100k once the
-//! crowd walks in lanes (150 steps on); and, in one run,
-//! the 100k step against a separation crowd as one would first write it (a hash map of cells)
-//! and against the floor of any flow-field crowd (each agent steps along its cell's arrow).
+//! crowd walks in lanes (150 steps on); and, in one run each,
+//! the 100k and the 1M step against a separation crowd as one would first write it (a hash map
+//! of cells) and against the floor of any flow-field crowd (each agent steps along its cell's
+//! arrow).
 //! The `horde sim` command reports the same figure (ms per step) for any map and crowd.
 
 use std::collections::HashMap;
@@ -222,12 +223,22 @@ impl NaiveCrowd {
 /// The 100k step of `crowd_step_1024` against the naive crowd and the floor, in one run, from
 /// the same positions: the ratios hold on a noisy machine where the times do not.
 fn crowd_step_vs_peers(c: &mut Criterion) {
+    vs_peers(c, "crowd_step_vs_peers_100k", 100_000);
+}
+
+/// The same at a million on 1024², a hundred times as dense: how much of the cost per agent
+/// that density adds to every separation crowd, the naive one's included.
+fn crowd_step_vs_peers_1m(c: &mut Criterion) {
+    vs_peers(c, "crowd_step_vs_peers_1m", 1_000_000);
+}
+
+fn vs_peers(c: &mut Criterion, name: &str, n: usize) {
     let cost = horde::maps::scattered_map(1024, 1024, horde::maps::DEMO_SEED).unwrap();
-    let (crowd, flow, goal) = spread_crowd(&cost, 100_000, 5);
+    let (crowd, flow, goal) = spread_crowd(&cost, n, 5);
     let groups = [Group { flow: &flow, goal }];
-    let mut group = c.benchmark_group("crowd_step_vs_peers_100k");
+    let mut group = c.benchmark_group(name);
     group.sample_size(10);
-    group.throughput(Throughput::Elements(100_000));
+    group.throughput(Throughput::Elements(n as u64));
     bench_steps(
         &mut group,
         BenchmarkId::from_parameter("horde"),
@@ -280,6 +291,7 @@ criterion_group!(
     crowd_step,
     crowd_step_same_density,
     crowd_step_lanes,
-    crowd_step_vs_peers
+    crowd_step_vs_peers,
+    crowd_step_vs_peers_1m
 );
 criterion_main!(benches);
