@@ -1449,6 +1449,14 @@ mod tests {
         f
     }
 
+    /// An open `side` × `side` map, the field toward `goal` and the goal's centre.
+    pub(super) fn open_map(side: u32, goal: UVec2) -> (CostField, FlowField, Vec2) {
+        let cost = CostField::new(Grid::new(side, side).unwrap());
+        let f = field(&cost, goal);
+        let centre = cost.grid().cell_center(goal);
+        (cost, f, centre)
+    }
+
     /// A fixed pseudo-random sequence in `0..1` (xorshift), for tests that need many cases.
     pub(super) fn uniform(seed: u64) -> impl FnMut() -> f32 {
         let mut state = seed;
@@ -1565,13 +1573,8 @@ mod tests {
 
     #[test]
     fn a_fresh_crowd_guesses_its_density_and_its_step_gives_the_same_bits_either_way() {
-        let cost = CostField::new(Grid::new(24, 24).unwrap());
-        let goal = UVec2::new(20, 20);
-        let f = field(&cost, goal);
-        let groups = [Group {
-            flow: &f,
-            goal: cost.grid().cell_center(goal),
-        }];
+        let (cost, f, goal) = open_map(24, UVec2::new(20, 20));
+        let groups = [Group { flow: &f, goal }];
         // Packed closer than the separation reach, and spread three cells apart.
         for (spacing, side, dense) in [(0.6f32, 30, true), (3.0, 7, false)] {
             let mut a = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
@@ -1601,13 +1604,8 @@ mod tests {
 
     #[test]
     fn a_crowd_still_pressed_together_waits_again_without_measuring() {
-        let cost = CostField::new(Grid::new(40, 40).unwrap());
-        let goal = UVec2::new(20, 20);
-        let f = field(&cost, goal);
-        let groups = [Group {
-            flow: &f,
-            goal: cost.grid().cell_center(goal),
-        }];
+        let (cost, f, goal) = open_map(40, UVec2::new(20, 20));
+        let groups = [Group { flow: &f, goal }];
         // Packed closer than the separation reach round the goal, where it stays packed.
         let side = 40;
         let mut guessing = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
