@@ -473,8 +473,8 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
 ) {
     let (ng, radii, may_skip) = (ctx.ng, ctx.radii, ctx.may_skip);
     // Without clearances (a dense crowd) only the v3 compilation takes eight at a time.
-    let probes = !CLEARANCE && AVX2 && cfg!(target_arch = "x86_64");
-    if !((CLEARANCE || probes) && may_skip) || ctx.marks.is_some() {
+    let lists = !CLEARANCE && AVX2 && cfg!(target_arch = "x86_64");
+    if !((CLEARANCE || lists) && may_skip) || ctx.marks.is_some() {
         pass_one_by_one::<CLEARANCE, AVX2>(ctx, first, positions, flags, clearances);
         return;
     }
@@ -507,9 +507,9 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
             // crowd walking in lanes touch no one after the walk; most of one pressed
             // together touch several), and their pushes are taken from that list.
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: only the v3 compilation (`probes`), which runs only where the CPU has
+            // SAFETY: only the v3 compilation (`lists`), which runs only where the CPU has
             // AVX2, gets here without clearances.
-            if let Some(_pushed) = unsafe { push8(ctx, block, alive, positions, flags, radii) } {
+            if unsafe { push8(ctx, block, alive, positions, flags, radii) } {
                 continue;
             }
             // The cells round them hold too many to list.
@@ -537,8 +537,8 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
 /// set in `lanes`, at once: the entries within reach of any of them are listed in one pass
 /// ([`NeighbourGrid::near8`]), then each listed entry's push on all eight is taken in one AVX2
 /// register, with the operations of `push_apart` in its order (entry order), so the same
-/// bits. A lane with someone on its very spot is left to `push_apart` (split by slots). The
-/// lanes pushed; `None`, with nothing done, where the listing does not pay.
+/// bits. A lane with someone on its very spot is left to `push_apart` (split by slots). False,
+/// with nothing done, where the listing does not pay.
 ///
 /// # Safety
 /// The CPU has AVX2.
@@ -551,7 +551,7 @@ unsafe fn push8(
     positions: &mut [Vec2],
     flags: &mut [u8; BLOCK],
     own_radii: &[f32; BLOCK],
-) -> Option<u32> {
+) -> bool {
     use super::steer8::lanes_of;
     use std::arch::x86_64::*;
     let ng = ctx.ng;
@@ -571,7 +571,9 @@ unsafe fn push8(
     };
     let within = _mm256_add_ps(radius, splat(ng.widest));
     let mut list = [0u32; NEAR8];
-    let listed = ng.near8(block, lanes, (px, py), within, &mut list)?;
+    let Some(listed) = ng.near8(block, lanes, (px, py), within, &mut list) else {
+        return false;
+    };
     let searching = lanes_of(lanes);
     let zero = _mm256_setzero_ps();
     let (mut shift_x, mut shift_y) = (zero, zero);
@@ -607,7 +609,6 @@ unsafe fn push8(
     #[cfg(test)]
     ctx.eight_pushes
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut pushed = 0u32;
     let mut rest = lanes;
     while rest != 0 {
         let l = rest.trailing_zeros() as usize;
@@ -636,9 +637,8 @@ unsafe fn push8(
                 flags[l] |= PUSHED;
             }
         }
-        pushed |= ((flags[l] & PUSHED != 0) as u32) << l;
     }
-    Some(pushed)
+    true
 }
 
 /// Bit `l` of the flag `flag` (a single bit) of byte `l` of `word` (eight agents' flags).
