@@ -924,9 +924,7 @@ mod tests {
 
     /// An open 16 × 16 map, the field to `goal`, the goal's centre and an empty crowd.
     fn open_scene(goal: UVec2) -> (CostField, FlowField, Vec2, Crowd) {
-        let cost = CostField::new(Grid::new(16, 16).unwrap());
-        let f = field(&cost, goal);
-        let centre = cost.grid().cell_center(goal);
+        let (cost, f, centre) = open_map(16, goal);
         let crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
         (cost, f, centre, crowd)
     }

@@ -309,8 +309,9 @@ impl StepContext<'_> {
     /// below), and all of them where the entries round them are too many.
     ///
     /// Each listed entry's touching normals go into as many registers as a lane may have
-    /// touching neighbours: four while the blocks before had no lane touching more (a crowd
-    /// walking or spread out), eight after one that did (a crowd pressed together), since
+    /// touching neighbours: [`NARROW_NORMALS`] while the blocks before had no lane touching
+    /// more (a crowd walking or spread out), [`STAGED_NORMALS`] after one that did (a crowd
+    /// pressed together), since
     /// each register costs every entry of every block a few operations, and a lane left
     /// over a whole search of its own.
     #[target_feature(enable = "avx2")]
