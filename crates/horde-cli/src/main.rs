@@ -18,6 +18,8 @@ mod demo;
 mod dungeon;
 mod field;
 mod path;
+#[cfg(feature = "peers")]
+mod peers;
 mod render;
 mod scen;
 mod sim;
@@ -42,7 +44,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// The seed's comparison on the built-in map: one field for 200 units vs 200 A* queries.
+    /// The comparison on the built-in map: one field for 200 units vs 200 A* queries.
     Demo(demo::Args),
     /// Build the integration and flow fields of a map for one or more goals; dump them.
     Field(field::Args),
@@ -50,7 +52,8 @@ enum Command {
     Path(path::Args),
     /// Check every scenario of a Moving AI .scen file against its published optimal length.
     Scen(scen::Args),
-    /// Measure fields against A*, a plain BFS and the `pathfinding` crate (release build).
+    /// Measure fields against A* and a plain BFS; against the `pathfinding` crate and bracket-lib
+    /// in a build with `--features peers` (release build).
     Bench(bench::Args),
     /// Generate a dungeon: rooms, Delaunay + spanning tree, A* corridors; export it.
     Dungeon(dungeon::Args),

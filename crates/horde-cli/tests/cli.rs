@@ -26,7 +26,7 @@ fn movingai(name: &str) -> String {
     let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let p = std::env::var("HORDE_MOVINGAI_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|_| here.join("../../../shared/maps/movingai"))
+        .unwrap_or_else(|_| here.join("../../data/movingai"))
         .join(name);
     assert!(p.exists(), "{} missing", p.display());
     p.display().to_string()
@@ -205,6 +205,30 @@ fn bench_json_has_the_agreed_keys() {
     assert_eq!(v["map"], "builtin");
     assert_eq!(v["field_settled_cells"], v["walkable_cells"]);
     assert!(v["field_ns"].as_f64().unwrap() > 0.0);
+    // The peer rows are measured only in a build with the `peers` feature; otherwise null.
+    for key in ["pathfinding_dijkstra_all_ns", "bracket_dijkstra_map_ns"] {
+        if cfg!(feature = "peers") {
+            assert!(v[key].as_f64().is_some_and(|t| t > 0.0), "{key}: {v}");
+        } else {
+            assert!(v[key].is_null(), "{key}: {v}");
+        }
+    }
+}
+
+#[test]
+fn bench_says_which_feature_the_peer_rows_need() {
+    let (code, out, err) = horde(&["bench", "--units", "1", "--reps", "1"]);
+    assert_eq!(code, 0, "{err}");
+    if cfg!(feature = "peers") {
+        assert!(out.contains("dijkstra_all / integration ="), "{out}");
+        assert!(out.contains("DijkstraMap / integration ="), "{out}");
+    } else {
+        assert!(
+            out.contains("need a build with `--features peers`"),
+            "{out}"
+        );
+        assert!(!out.contains("dijkstra_all / integration"), "{out}");
+    }
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Criterion benchmarks of the core: one field (integration + flow) vs A* queries on the built-in
 //! map, per-cell cost on a 1024 × 1024 map, and the `pathfinding` crate's `dijkstra_all` on the
-//! same costs. `cargo bench -p horde`; the `horde bench` command prints the same comparisons as
+//! same costs. `cargo bench -p horde-nav`; the `horde bench` command prints the same comparisons as
 //! ratios measured in one run.
 
 use std::hint::black_box;

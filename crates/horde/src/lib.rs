@@ -35,12 +35,22 @@
 //! assert!(integration.get(UVec2::new(2, 2)).unwrap() > 280); // it had to go round the wall
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! ## Features
+//!
+//! - `parallel` (default): large builds, repairs and crowd steps run on rayon's thread pool; the
+//!   results are bit-identical to a one-thread run.
+//! - `dungeon` (default): the seeded dungeon generator (`dungeon` module; `delaunator`,
+//!   `petgraph`).
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod astar;
 pub mod coarse;
 pub mod cost;
 pub mod crowd;
 #[cfg(feature = "dungeon")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dungeon")))]
 pub mod dungeon;
 pub mod flow;
 pub mod grid;
@@ -77,5 +87,5 @@ pub use live::{
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
+#[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

@@ -111,16 +111,17 @@ pub fn pick_walkable(cost: &CostField, picks: &[u64]) -> Vec<UVec2> {
         .collect()
 }
 
-/// The Moving AI benchmark folder (shared/ beside the checkout, or `HORDE_MOVINGAI_DIR`).
+/// The Moving AI benchmark folder: `data/movingai/` at the top of the repository, or the folder
+/// `HORDE_MOVINGAI_DIR` names.
 pub fn movingai_dir() -> std::path::PathBuf {
-    if let Ok(d) = std::env::var("HORDE_MOVINGAI_DIR") {
-        return d.into();
-    }
-    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = here.join("../../../shared/maps/movingai");
+    let dir = match std::env::var_os("HORDE_MOVINGAI_DIR") {
+        Some(d) => std::path::PathBuf::from(d),
+        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/movingai"),
+    };
     assert!(
         dir.join("arena.map").exists(),
-        "Moving AI maps not found at {} (set HORDE_MOVINGAI_DIR)",
+        "Moving AI maps not found at {} (the repository keeps them in data/movingai/; \
+         HORDE_MOVINGAI_DIR may name another folder)",
         dir.display()
     );
     dir
