@@ -9,6 +9,10 @@ use horde::{AStar, CostModel};
 
 use crate::util::{progress, reveal_after_a_second};
 
+/// How a length is matched, as `horde scen` prints it.
+const TOLERANCE_RULE: &str = "|cost - optimal| <= max(1e-4, one unit of the precision printed: \
+the last decimal, or the 6th significant digit if that is finer)";
+
 #[derive(clap::Args)]
 pub struct Args {
     /// The Moving AI .map file.
@@ -59,8 +63,14 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             mismatches += 1;
             if first_bad.len() < 10 {
                 first_bad.push(format!(
-                    "line {}: ({},{}) -> ({},{}) got {got:.8}, optimal {}",
-                    s.line, s.start.0, s.start.1, s.goal.0, s.goal.1, s.optimal
+                    "line {}: ({},{}) -> ({},{}) got {got:.8}, optimal {} (tolerance {:.0e})",
+                    s.line,
+                    s.start.0,
+                    s.start.1,
+                    s.goal.0,
+                    s.goal.1,
+                    s.optimal,
+                    s.tolerance()
                 ));
             }
         }
@@ -82,12 +92,14 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             "queries_per_second": qps,
             "settled_cells_mean": settled as f64 / scen.len().max(1) as f64,
             "seconds": secs,
+            "tolerance_rule": TOLERANCE_RULE,
         });
         outln!("{v}");
     } else {
         outln!("map          {}", a.map);
         outln!("queries      {}", scen.len());
         outln!("mismatches   {mismatches}");
+        outln!("match        {TOLERANCE_RULE}");
         outln!("max error    {max_error:.3e}");
         outln!("queries/s    {qps:.0}");
         outln!(

@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 use glam::{UVec2, Vec2};
 use horde::crowd::{AgentParams, AgentState, Crowd, CrowdConfig, Group, Sampling};
-use horde::{CostModel, FlowField, IntegrationBuilder};
+use horde::{CostField, CostModel, FlowField, IntegrationBuilder};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
@@ -227,6 +227,11 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     let mut arrive_time = vec![f32::NAN; handles.len()];
     let mut step_seconds = 0.0f64;
     let (mut max_overlap, mut inside_wall_events) = (0f32, 0usize);
+    // Where each agent stood after the step before (by id), for the corner rule.
+    let mut last_position: Vec<Vec2> = handles
+        .iter()
+        .map(|&h| crowd.position(h))
+        .collect::<Result<_, _>>()?;
     let mut steps = 0;
     draw(&mut gif, &crowd)?;
     while steps < a.steps {
@@ -236,18 +241,15 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         steps += 1;
         // In the crowd's own (slot) order, reading its arrays front to back: looking every
         // agent up by handle would scatter reads over them and slow the next step down.
-        let (positions, states) = (crowd.positions(), crowd.states());
+        let (positions, states, radii) = (crowd.positions(), crowd.states(), crowd.radii());
         for (slot, h) in crowd.handles().enumerate() {
             let p = positions[slot];
-            if cost
-                .grid()
-                .world_to_cell(p)
-                .is_none_or(|c| !cost.is_walkable(c))
-            {
-                inside_wall_events += 1;
-            }
             // No agent is ever removed here, so ids are the spawn order.
             let k = h.id() as usize;
+            if breaks_wall_rules(&cost, last_position[k], p, radii[slot]) {
+                inside_wall_events += 1;
+            }
+            last_position[k] = p;
             if arrive_time[k].is_nan() && states[slot] == AgentState::Arrived {
                 arrive_time[k] = steps as f32 * a.dt;
             }
@@ -328,4 +330,39 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether a body of radius `r` that moved from `from` to `to` in one step broke the crowd's wall
+/// rules: its centre in a wall cell or off the map, its body nearer than `min(r, 0.45 cell)` to a
+/// wall (or map edge) beside its cell, or its move passing diagonally between two wall corners.
+fn breaks_wall_rules(cost: &CostField, from: Vec2, to: Vec2, r: f32) -> bool {
+    let g = cost.grid();
+    let (Some(a), Some(b)) = (g.world_to_cell(from), g.world_to_cell(to)) else {
+        return true;
+    };
+    let open = |x: i64, y: i64| {
+        x >= 0
+            && y >= 0
+            && cost
+                .get(glam::UVec2::new(x as u32, y as u32))
+                .is_some_and(|c| c != horde::WALL)
+    };
+    let (bx, by) = (b.x as i64, b.y as i64);
+    if !open(bx, by) {
+        return true;
+    }
+    let (dx, dy) = (bx - a.x as i64, by - a.y as i64);
+    if dx != 0 && dy != 0 && !open(bx, a.y as i64) && !open(a.x as i64, by) {
+        return true;
+    }
+    let keep = r.min(0.45 * g.cell_size()) - 1e-4 * g.cell_size();
+    let f = (to - g.origin()) / g.cell_size() - b.as_vec2();
+    let gaps = [
+        (-1, 0, f.x),
+        (1, 0, 1.0 - f.x),
+        (0, -1, f.y),
+        (0, 1, 1.0 - f.y),
+    ];
+    gaps.iter()
+        .any(|&(ox, oy, gap)| !open(bx + ox, by + oy) && gap * g.cell_size() < keep)
 }

@@ -155,7 +155,46 @@ fn scen_json_has_the_agreed_keys_and_passes() {
     assert_eq!(v["queries"], 160);
     assert_eq!(v["mismatches"], 0);
     assert!(v["max_error"].as_f64().unwrap() < 1e-3);
-    assert!(v["queries_per_second"].as_f64().unwrap() > 0.0);
+    let (qps, secs) = (
+        v["queries_per_second"].as_f64().unwrap(),
+        v["seconds"].as_f64().unwrap(),
+    );
+    assert!((qps * secs - 160.0).abs() < 1e-6 * 160.0, "{v}");
+    // Every query settles at least its start; none settles more cells than the map has.
+    let settled = v["settled_cells_mean"].as_f64().unwrap();
+    assert!((1.0..=49.0 * 49.0).contains(&settled), "{v}");
+}
+
+#[test]
+fn scen_catches_errors_below_the_last_printed_digit() {
+    // A diagonal step costs 1.41421; published as `1` (a √2 ↔ 1 swap) or `2` (a corner cut of
+    // 0.586 on two steps) it must not match, though both lack decimals. `2e1` for 20 neither.
+    let (map, scen) = (tmp("open3.map"), tmp("open3.scen"));
+    std::fs::write(&map, "type octile\nheight 3\nwidth 3\nmap\n...\n...\n...\n").unwrap();
+    for (optimal, matches) in [
+        ("1.41421", true),
+        ("1", false),
+        ("2", false),
+        ("2e1", false),
+    ] {
+        std::fs::write(
+            &scen,
+            format!("version 1\n0\topen3.map\t3\t3\t0\t0\t1\t1\t{optimal}\n"),
+        )
+        .unwrap();
+        let (code, out, err) = horde(&["scen", map.to_str().unwrap(), scen.to_str().unwrap()]);
+        assert_eq!(code, if matches { 0 } else { 1 }, "{optimal}: {out}{err}");
+        let want = if matches {
+            "mismatches   0"
+        } else {
+            "mismatches   1"
+        };
+        assert!(out.contains(want), "{optimal}: {out}");
+        assert!(
+            out.contains("match        |cost - optimal| <= max(1e-4"),
+            "{out}"
+        );
+    }
 }
 
 #[test]
@@ -199,12 +238,53 @@ fn bench_json_has_the_agreed_keys() {
     ] {
         assert!(v.get(key).is_some(), "missing {key}");
     }
-    // A 4 x 4 building touches a few hundred cells of a 16,384-cell map: repair must win.
-    assert!(v["repair_speedup"].as_f64().unwrap() > 1.0, "{v}");
-    assert!(v["moved_goal_speedup"].as_f64().unwrap() > 0.0, "{v}");
+    let num = |key: &str| v[key].as_f64().unwrap_or_else(|| panic!("{key}: {v}"));
     assert_eq!(v["map"], "builtin");
     assert_eq!(v["field_settled_cells"], v["walkable_cells"]);
-    assert!(v["field_ns"].as_f64().unwrap() > 0.0);
+    // Work, not time: a 4 x 4 building relabels its shadow, not the map; an A* query settles
+    // more than its path and fewer cells than the map has.
+    let walkable = num("walkable_cells");
+    let relabelled = num("repair_relabelled_cells_mean");
+    assert!(relabelled >= 1.0 && relabelled < walkable / 2.0, "{v}");
+    let settled = num("astar_settled_cells_mean");
+    assert!(settled >= 1.0 && settled < walkable, "{v}");
+    assert_eq!(
+        v["moved_goal_rebuilt"], true,
+        "one goal moving changes nearly every value"
+    );
+    // The ratios are the ratios of the figures printed beside them.
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs();
+    assert!(
+        close(num("repair_speedup"), num("field_ns") / num("repair_ns")),
+        "{v}"
+    );
+    assert!(
+        close(
+            num("moved_goal_speedup"),
+            num("field_ns") / num("moved_goal_ns")
+        ),
+        "{v}"
+    );
+    assert!(
+        close(
+            num("integration_over_bfs"),
+            num("integration_ns") / num("bfs_ns")
+        ),
+        "{v}"
+    );
+    let units = v["units"].as_array().unwrap();
+    assert_eq!(units.len(), 2);
+    for (row, n) in units.iter().zip([1, 5]) {
+        assert_eq!(row["units"], n);
+        let (astar, field) = (
+            row["astar_ns"].as_f64().unwrap(),
+            row["field_ns"].as_f64().unwrap(),
+        );
+        assert!(
+            close(row["astar_over_field"].as_f64().unwrap(), astar / field),
+            "{row}"
+        );
+    }
     // The peer rows are measured only in a build with the `peers` feature; otherwise null.
     for key in ["pathfinding_dijkstra_all_ns", "bracket_dijkstra_map_ns"] {
         if cfg!(feature = "peers") {

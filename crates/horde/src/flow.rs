@@ -1056,7 +1056,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn eight_samples_at_once_have_the_bits_of_one_at_a_time() {
-        if !std::arch::is_x86_feature_detected!("avx2") {
+        if !crate::simd_test::avx2() {
             return;
         }
         let mut s = 0x2545_f491_4f6c_dd1du64;
@@ -1189,13 +1189,13 @@ mod tests {
                 // Each vector kernel the CPU has, whichever the dispatch picks.
                 #[cfg(target_arch = "x86_64")]
                 {
-                    if std::arch::is_x86_feature_detected!("avx2") {
+                    if crate::simd_test::avx2() {
                         let mut eight = vec![0u8; w * h];
                         // SAFETY: AVX2 is present (checked above).
                         unsafe { derive_avx2(&costs, &dist, pw, model, &mut eight, 0) };
                         assert_eq!(eight, plain);
                     }
-                    if crate::has_avx512() {
+                    if crate::simd_test::avx512() {
                         let mut sixteen = vec![0u8; w * h];
                         // SAFETY: AVX-512 F, BW and VL are present (checked above).
                         unsafe { derive_avx512(&costs, &dist, pw, model, &mut sixteen, 0) };

@@ -475,8 +475,18 @@ impl IntegrationBuilder {
     /// let cost = CostField::new(Grid::new(256, 256).unwrap());
     /// let mut builder = IntegrationBuilder::new();
     /// builder.start(&cost, &[UVec2::new(0, 0)], CostModel::TenFourteen).unwrap();
-    /// // 2 ms per frame, until done.
-    /// while let BuildProgress::Running { .. } = builder.advance_for(Duration::from_millis(2)).unwrap() {}
+    /// // 2 ms per frame, until done: every cell settled, the same field as a one-shot build.
+    /// let settled = loop {
+    ///     match builder.advance_for(Duration::from_millis(2)).unwrap() {
+    ///         BuildProgress::Running { .. } => continue,
+    ///         BuildProgress::Done(stats) => break stats.settled,
+    ///     }
+    /// };
+    /// assert_eq!(settled, 256 * 256);
+    /// let mut sliced = horde::IntegrationField::new(*cost.grid(), CostModel::TenFourteen);
+    /// builder.finish_into(&mut sliced).unwrap();
+    /// let whole = IntegrationBuilder::new().build(&cost, &[UVec2::new(0, 0)], CostModel::TenFourteen).unwrap();
+    /// assert_eq!(sliced, whole);
     /// ```
     pub fn advance_for(
         &mut self,

@@ -401,10 +401,34 @@ pub struct Scenario {
     pub last_digit: f64,
 }
 
+/// The significant digits the older `.scen` files print their optimal lengths with (trailing
+/// zeros dropped: `1` stands for 1.00000, `12.5` for 12.5000).
+pub const SCEN_SIGNIFICANT_DIGITS: i32 = 6;
+
+/// The tolerance is never below this: sums of √2 over thousands of steps in `f64`, and the
+/// octile field's fixed point, are exact to well within it.
+pub const SCEN_TOLERANCE_FLOOR: f64 = 1e-4;
+
 impl Scenario {
-    /// The agreed tolerance: `max(1e-4, one unit in the last printed digit)`.
+    /// How far a computed length may be from [`Scenario::optimal`] and still match: one unit of
+    /// the precision the printed number really carries, never below [`SCEN_TOLERANCE_FLOOR`].
+    /// That precision is the finer of the last printed digit and the
+    /// [`SCEN_SIGNIFICANT_DIGITS`]th significant digit: the older files print six significant
+    /// digits and drop trailing zeros (`12.5` is 12.5000: 1e-4, not 0.1), the newer ones eight
+    /// decimals (1e-8). So `1005.74` allows 0.01, `1` and `12.5` allow 1e-4, and a corner cut
+    /// (0.586) or a √2 ↔ 1 swap (0.414) never passes. O(1).
+    ///
+    /// ```
+    /// let scen = horde::io::parse_scen(b"0\tm.map\t8\t8\t0\t0\t1\t0\t1\n", "m.scen").unwrap();
+    /// assert_eq!(scen[0].tolerance(), 1e-4);
+    /// ```
     pub fn tolerance(&self) -> f64 {
-        self.last_digit.max(1e-4)
+        let significant = if self.optimal > 0.0 {
+            10f64.powi(self.optimal.log10().floor() as i32 - (SCEN_SIGNIFICANT_DIGITS - 1))
+        } else {
+            0.0
+        };
+        self.last_digit.min(significant).max(SCEN_TOLERANCE_FLOOR)
     }
 }
 
@@ -559,7 +583,8 @@ mod tests {
         .unwrap();
         assert_eq!(s.len(), 2);
         assert!((s[0].tolerance() - 0.01).abs() < 1e-12);
-        assert_eq!(s[1].tolerance(), 1.0);
+        // `4` is 4.00000 in a file of six significant digits: not a tolerance of 1.
+        assert_eq!(s[1].tolerance(), 1e-4);
         assert_eq!(s[1].line, 4);
         let e = parse_scen(b"version 1\n0\ta\t1\t1\t0\t0\t0\n", "b.scen").unwrap_err();
         assert_eq!(
@@ -568,5 +593,33 @@ mod tests {
         );
         assert!(parse_scen(b"0\ta\t1\t1\t0\t-1\t0\t0\t1\n", "c").is_err());
         assert!(parse_scen(b"0\ta\t1\t1\t0\t1\t0\t0\tnan\n", "c").is_err());
+    }
+
+    #[test]
+    fn scenario_tolerance_is_the_precision_the_number_carries() {
+        let tol = |printed: &str| {
+            let line = format!("0\ta.map\t9\t9\t0\t0\t1\t1\t{printed}\n");
+            parse_scen(line.as_bytes(), "a.scen").unwrap()[0].tolerance()
+        };
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b;
+        // Six significant digits, trailing zeros dropped.
+        for (printed, want) in [
+            ("1", 1e-4),
+            ("12.5", 1e-4),
+            ("17.8995", 1e-4),
+            ("123.456", 1e-3),
+            ("1005.74", 1e-2),
+            ("1005.7", 1e-2),
+            ("12345.6", 1e-1),
+            ("0", 1e-4),
+            ("2e1", 1e-4),
+        ] {
+            assert!(close(tol(printed), want), "{printed}: {}", tol(printed));
+        }
+        // Eight decimals (the newer files): the floor.
+        assert_eq!(tol("3.41421356"), 1e-4);
+        assert_eq!(tol("1005.74011690"), 1e-4);
+        // A corner cut or a √2 ↔ 1 swap on a short query is caught.
+        assert!(tol("1") < 0.414 && tol("2.41421") < 0.414);
     }
 }

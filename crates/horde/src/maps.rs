@@ -168,9 +168,19 @@ mod tests {
     }
 
     #[test]
-    fn tiny_maps_do_not_panic() {
+    fn tiny_maps_are_whole_and_connected() {
         for (w, h) in [(1, 1), (1, 9), (6, 1), (2, 2)] {
-            scattered_map(w, h, 1).unwrap();
+            let map = scattered_map(w, h, 1).unwrap();
+            assert_eq!((map.width(), map.height()), (w, h));
+            let open: Vec<_> = (0..map.grid().len())
+                .map(|i| map.grid().cell(i))
+                .filter(|&c| map.is_walkable(c))
+                .collect();
+            assert!(!open.is_empty(), "{w}x{h} has no open cell");
+            let field = IntegrationBuilder::new()
+                .build(&map, &open[..1], CostModel::TenFourteen)
+                .unwrap();
+            assert!(open.iter().all(|&c| field.get(c).is_some()), "{w}x{h}");
         }
     }
 }

@@ -50,6 +50,26 @@ fn quality(
     (reached, mean, p95)
 }
 
+/// Today's share of walks reaching the goal's block and their mean extra cost, per map and
+/// block size (`--nocapture` prints the measured table).
+fn expected(name: &str, factor: u32) -> (f64, f64) {
+    let by_map: [(&str, [(f64, f64); 2]); 11] = [
+        ("arena", [(1.0, 0.0), (1.0, 0.0577)]),
+        ("brc202d", [(0.766, 0.0036), (0.949, 0.0047)]),
+        ("den520d", [(1.0, 0.0084), (1.0, 0.0191)]),
+        ("lak303d", [(1.0, 0.0084), (0.224, 0.0353)]),
+        ("orz100d", [(0.243, 0.0078), (0.243, 0.0029)]),
+        ("AcrosstheCape", [(1.0, 0.0013), (1.0, 0.0047)]),
+        ("Berlin_0_256", [(1.0, 0.0019), (1.0, 0.0222)]),
+        ("Boston_0_256", [(1.0, 0.0168), (1.0, 0.0215)]),
+        ("maze512-1-0", [(0.007, 0.0), (0.0, 0.0)]),
+        ("random512-10-0", [(1.0, 0.0656), (1.0, 0.0475)]),
+        ("8room_000", [(0.085, 0.3111), (0.784, 0.2674)]),
+    ];
+    let (_, figures) = by_map.iter().find(|(n, _)| *n == name).unwrap();
+    figures[if factor == 2 { 0 } else { 1 }]
+}
+
 #[test]
 fn coarse_fields_lose_little_on_open_maps() {
     let dir = movingai_dir();
@@ -73,18 +93,21 @@ fn coarse_fields_lose_little_on_open_maps() {
                 mean * 100.0,
                 p95 * 100.0
             );
-            // Open maps: coarse fields work. Maps of narrow corridors and one-cell doors (mazes,
-            // rooms, brc202d) lose connectivity at coarse resolution: use full fields there.
-            let open = [
-                "arena",
-                "den520d",
-                "AcrosstheCape",
-                "Berlin_0_256",
-                "Boston_0_256",
-            ];
-            if open.contains(&name) {
-                assert!(reached >= 0.95, "{name} x{factor}: reached {reached}");
-                assert!(mean <= 0.08, "{name} x{factor}: mean extra {mean}");
+            // Every map against its own figures (the walks are deterministic), with room for a
+            // changed walk to move them a little but not for a lost door or a detour: a share
+            // reached at least 3 points under today's, a mean extra at most 1.5 points over.
+            // Open maps lose a few percent; maps of one-cell corridors and doors (mazes, rooms,
+            // lak303d at x4, orz100d) lose connectivity at coarse resolution: use full fields.
+            let (want_reached, want_mean) = expected(name, factor);
+            assert!(
+                reached >= want_reached - 0.03,
+                "{name} x{factor}: reached {reached}, expected {want_reached}"
+            );
+            if reached > 0.0 {
+                assert!(
+                    mean <= want_mean + 0.015,
+                    "{name} x{factor}: mean extra {mean}, expected {want_mean}"
+                );
             }
         }
     }

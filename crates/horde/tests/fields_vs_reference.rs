@@ -3,11 +3,11 @@
 
 mod common;
 
-use common::{arb_map, pick_walkable, reference_dijkstra};
+use common::{arb_map, oracle_price, oracle_step, pick_walkable, reference_dijkstra};
 use glam::UVec2;
 use horde::{
-    AStar, BuildProgress, CostField, CostModel, Dir8, FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL,
-    FlowField, IntegrationBuilder, IntegrationField, UNREACHABLE, WALL,
+    AStar, BuildProgress, CostField, CostModel, FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FlowField,
+    IntegrationBuilder, IntegrationField, UNREACHABLE, WALL,
 };
 use proptest::prelude::*;
 
@@ -15,43 +15,44 @@ fn models() -> impl Strategy<Value = CostModel> {
     prop_oneof![Just(CostModel::TenFourteen), Just(CostModel::Octile)]
 }
 
-/// Every property of the flow field, checked cell by cell against the integration values.
+/// Every property of the flow field, checked cell by cell against the integration values with
+/// the oracle's own rules (`common::oracle_step`, `common::oracle_price`).
 fn check_flow(cost: &CostField, values: &[u32], flow: &FlowField, model: CostModel) {
-    let g = cost.grid();
-    for i in 0..g.len() {
-        let cell = g.cell(i);
+    let w = cost.width() as i64;
+    let terrain = cost.costs();
+    for i in 0..terrain.len() {
+        let (x, y) = (i as i64 % w, i as i64 / w);
         let b = flow.bytes()[i];
-        if cost.costs()[i] == WALL {
-            assert_eq!(b, FLOW_WALL, "{cell}");
+        if terrain[i] == WALL {
+            assert_eq!(b, FLOW_WALL, "({x}, {y})");
             continue;
         }
         if values[i] == UNREACHABLE {
-            assert_eq!(b, FLOW_UNREACHABLE, "{cell}");
+            assert_eq!(b, FLOW_UNREACHABLE, "({x}, {y})");
             continue;
         }
         // The lowest-numbered legal step minimising value + step cost...
-        let mut best: Option<(u64, Dir8)> = None;
-        for dir in Dir8::ALL {
-            if !cost.can_step(cell, dir) {
+        let mut best: Option<(u64, u8)> = None;
+        for d in 0..8 {
+            let Some(j) = oracle_step(cost, x, y, d) else {
                 continue;
-            }
-            let j = g.index(g.neighbour(cell, dir).unwrap()).unwrap();
+            };
             if values[j] == UNREACHABLE {
                 continue;
             }
-            let v = values[j] as u64 + model.step(dir, cost.costs()[i]) as u64;
+            let v = values[j] as u64 + oracle_price(model, d, terrain[i]);
             if best.is_none_or(|(bv, _)| v < bv) {
-                best = Some((v, dir));
+                best = Some((v, d as u8));
             }
         }
         match best {
             // ...is the arrow, and reaches exactly the cell's own value;
             Some((bv, bd)) if bv <= values[i] as u64 => {
-                assert_eq!(b, bd as u8, "arrow of {cell}");
-                assert_eq!(bv, values[i] as u64, "value at {cell}");
+                assert_eq!(b, bd, "arrow of ({x}, {y})");
+                assert_eq!(bv, values[i] as u64, "value at ({x}, {y})");
             }
             // or no neighbour reaches the cell more cheaply: a sink (goal, or seed).
-            _ => assert_eq!(b, FLOW_GOAL, "sink at {cell}"),
+            _ => assert_eq!(b, FLOW_GOAL, "sink at ({x}, {y})"),
         }
     }
     // Following the arrows from every reachable cell reaches a sink, costs exactly the value
@@ -60,19 +61,21 @@ fn check_flow(cost: &CostField, values: &[u32], flow: &FlowField, model: CostMod
         if value == UNREACHABLE {
             continue;
         }
-        let mut cell = g.cell(i);
+        let mut at = i;
         let mut spent = 0u64;
         let mut steps = 0;
-        while let Some(dir) = flow.dir(cell) {
-            assert!(cost.can_step(cell, dir), "arrow at {cell} is illegal");
-            spent += model.step(dir, cost.get(cell).unwrap()) as u64;
-            cell = g.neighbour(cell, dir).unwrap();
+        while flow.bytes()[at] < 8 {
+            let d = flow.bytes()[at] as usize;
+            let (x, y) = (at as i64 % w, at as i64 / w);
+            let next = oracle_step(cost, x, y, d);
+            assert!(next.is_some(), "arrow at ({x}, {y}) is illegal");
+            spent += oracle_price(model, d, terrain[at]);
+            at = next.unwrap();
             steps += 1;
-            assert!(steps <= g.len(), "loop through {cell}");
+            assert!(steps <= terrain.len(), "loop through ({x}, {y})");
         }
-        assert!(flow.is_goal(cell));
-        let sink = values[g.index(cell).unwrap()] as u64;
-        assert_eq!(spent + sink, value as u64);
+        assert_eq!(flow.bytes()[at], FLOW_GOAL);
+        assert_eq!(spent + values[at] as u64, value as u64);
     }
 }
 
@@ -93,8 +96,11 @@ fn check_fields(cost: &CostField, goals: &[UVec2], model: CostModel) {
     let mut flow = FlowField::new(*cost.grid());
     builder.flow_into(&mut flow).unwrap();
     check_flow(cost, field.values(), &flow, model);
-    // The standalone derivation agrees with the builder's.
-    assert_eq!(FlowField::from_integration(cost, &field).unwrap(), flow);
+    // The standalone derivation passes the same independent checks (both share the library's
+    // `derive`, so comparing them with each other alone would prove nothing).
+    let standalone = FlowField::from_integration(cost, &field).unwrap();
+    check_flow(cost, field.values(), &standalone, model);
+    assert_eq!(standalone, flow);
 }
 
 proptest! {
@@ -147,11 +153,11 @@ proptest! {
                 prop_assert_eq!(*path.last().unwrap(), goal);
                 let mut sum = 0u64;
                 for w in path.windows(2) {
-                    let dir = Dir8::ALL.into_iter()
-                        .find(|d| cost.grid().neighbour(w[0], *d) == Some(w[1]))
-                        .unwrap();
-                    prop_assert!(cost.can_step(w[0], dir));
-                    sum += model.step(dir, cost.get(w[0]).unwrap()) as u64;
+                    let (x, y) = (w[0].x as i64, w[0].y as i64);
+                    let to = cost.grid().index(w[1]).unwrap();
+                    let d = (0..8).find(|&d| oracle_step(&cost, x, y, d) == Some(to));
+                    prop_assert!(d.is_some(), "illegal step {} -> {}", w[0], w[1]);
+                    sum += oracle_price(model, d.unwrap(), cost.get(w[0]).unwrap());
                 }
                 prop_assert_eq!(sum, c as u64);
             }
@@ -169,13 +175,17 @@ proptest! {
         let g = *cost.grid();
         let field = IntegrationBuilder::new().build(&cost, &goals, model).unwrap();
         let goal = goals[0];
+        // The cells that can step into `c`, with the oracle's rules and prices.
         let successors = |&c: &UVec2| {
-            Dir8::ALL
-                .into_iter()
-                .filter_map(|dir| {
-                    let j = g.neighbour(c, dir)?;
-                    cost.can_step(j, dir.opposite())
-                        .then(|| (j, model.step(dir.opposite(), cost.get(j).unwrap()) as u64))
+            common::STEPS
+                .iter()
+                .enumerate()
+                .filter_map(|(d, &(dx, dy))| {
+                    let (jx, jy) = (c.x as i64 - dx, c.y as i64 - dy);
+                    (oracle_step(&cost, jx, jy, d) == g.index(c).ok()).then(|| {
+                        let j = UVec2::new(jx as u32, jy as u32);
+                        (j, oracle_price(model, d, cost.get(j).unwrap()))
+                    })
                 })
                 .collect::<Vec<_>>()
         };

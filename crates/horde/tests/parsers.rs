@@ -18,13 +18,28 @@ fn check_map(bytes: &[u8]) {
     }
 }
 
+fn check_scen(bytes: &[u8]) {
+    match parse_scen(bytes, "fuzz.scen") {
+        // Whatever parses holds finite, non-negative lengths with a tolerance of at least the
+        // floor, lines in the file's order.
+        Ok(queries) => {
+            for q in &queries {
+                assert!(q.optimal.is_finite() && q.optimal >= 0.0, "{q:?}");
+                assert!(q.tolerance() >= horde::io::SCEN_TOLERANCE_FLOOR, "{q:?}");
+            }
+            assert!(queries.windows(2).all(|w| w[0].line < w[1].line));
+        }
+        Err(e) => assert!(e.to_string().starts_with("fuzz.scen"), "{e}"),
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
 
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
         check_map(&bytes);
-        let _ = parse_scen(&bytes, "fuzz.scen");
+        check_scen(&bytes);
     }
 
     #[test]
@@ -45,7 +60,12 @@ proptest! {
         check_map(&spliced);
         let mut scen = GOOD_SCEN.to_vec();
         scen.truncate(cut.min(scen.len()));
-        let _ = parse_scen(&scen, "fuzz.scen");
+        check_scen(&scen);
+        // A good file cut after a line break parses to the queries of its whole lines.
+        if scen.ends_with(b"\n") {
+            let lines = scen.iter().filter(|&&b| b == b'\n').count();
+            assert_eq!(parse_scen(&scen, "fuzz.scen").unwrap().len(), lines - 1);
+        }
     }
 }
 

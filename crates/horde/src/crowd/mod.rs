@@ -832,6 +832,35 @@ impl Crowd {
         Ok(())
     }
 
+    /// How far from its goal group `group`'s pile of arrived agents reaches, as the last step
+    /// measured it: the arrival radius, plus the radius of a disc holding the group's arrived
+    /// agents at 80 % density, plus twice the widest arrived body. Beyond the arrival radius a
+    /// moving agent counts as arrived only inside this distance (see [`AgentState::Arrived`]).
+    /// `None` for a group the last step was not given. O(1).
+    ///
+    /// ```
+    /// use glam::{UVec2, Vec2};
+    /// use horde::crowd::{AgentParams, Crowd, CrowdConfig, Group};
+    /// use horde::{CostField, CostModel, FlowField, Grid, IntegrationBuilder};
+    /// let cost = CostField::new(Grid::new(8, 8).unwrap());
+    /// let mut builder = IntegrationBuilder::new();
+    /// builder.build(&cost, &[UVec2::new(4, 4)], CostModel::TenFourteen).unwrap();
+    /// let mut flow = FlowField::new(*cost.grid());
+    /// builder.flow_into(&mut flow).unwrap();
+    /// let mut crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+    /// let params = AgentParams { position: Vec2::new(4.5, 4.5), radius: 0.5, max_speed: 1.0, group: 0 };
+    /// crowd.add_agent(&cost, params).unwrap();
+    /// assert_eq!(crowd.pile_radius(0), None);
+    /// let groups = [Group { flow: &flow, goal: Vec2::new(4.5, 4.5) }];
+    /// crowd.step(0.05, &cost, &groups).unwrap();
+    /// // One arrived body of radius 0.5: 1.5 + sqrt(0.25 / 0.8) + 1.0.
+    /// let pile = crowd.pile_radius(0).unwrap();
+    /// assert!((pile - (2.5 + (0.25f32 / 0.8).sqrt())).abs() < 1e-5);
+    /// ```
+    pub fn pile_radius(&self, group: u16) -> Option<f32> {
+        self.piles.get(group as usize).copied()
+    }
+
     /// Radius of an agent. O(1).
     pub fn radius(&self, h: AgentHandle) -> Result<f32, CrowdError> {
         Ok(self.radii[self.slot(h)?])

@@ -1270,7 +1270,7 @@ mod tests {
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn append_lanes_gathers_the_set_lanes_in_order() {
-        if !std::arch::is_x86_feature_detected!("avx2") {
+        if !crate::simd_test::avx2() {
             return;
         }
         // Every mask, at both ends of the room and with entry numbers past 2^31.
@@ -1326,7 +1326,7 @@ mod tests {
             }
             // The AVX2 one, where this CPU has it.
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") {
+            if crate::simd_test::avx2() {
                 let mut least8 = Least::none();
                 // SAFETY: the CPU has AVX2, `near_mask8`'s only requirement.
                 let mask8 = unsafe { near_mask8(p, &xs, &ys, within2, own, &mut least8) };

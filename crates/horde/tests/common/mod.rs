@@ -1,16 +1,61 @@
-//! Test helpers: a deliberately plain reference Dijkstra (binary heap, no tricks, the canonical
-//! `CostField::can_step` rule) that the fast code is checked against, and random-map strategies.
+//! Test helpers: a deliberately plain reference Dijkstra (binary heap, no tricks) that the fast
+//! code is checked against, the movement rules it uses written out on their own, and random-map
+//! strategies.
 #![allow(dead_code)]
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use glam::UVec2;
-use horde::{CostField, CostModel, Dir8, Grid, WALL};
+use horde::{CostField, CostModel, Grid, WALL};
 use proptest::prelude::*;
 
+// The oracle's own statement of the movement rules. It reads the map's bytes and sizes only, and
+// none of the library's helpers (`CostModel::step`, `CostField::can_step`, `Dir8`,
+// `Grid::neighbour`), so a bug in those cannot pass on both sides.
+
+/// The eight steps as (dx, dy), numbered as flow bytes are: 0 = north (y − 1), then clockwise.
+pub const STEPS: [(i64, i64); 8] = [
+    (0, -1),
+    (1, -1),
+    (1, 0),
+    (1, 1),
+    (0, 1),
+    (-1, 1),
+    (-1, 0),
+    (-1, -1),
+];
+
+/// The raw price of step `d` out of a cell of terrain `terrain`: 10 / 14 per unit of terrain, or
+/// in the octile model 1 = 13860 and √2 = 19601 raw units (the documented fixed point).
+pub fn oracle_price(model: CostModel, d: usize, terrain: u8) -> u64 {
+    let (straight, diagonal) = match model {
+        CostModel::TenFourteen => (10, 14),
+        CostModel::Octile => (13_860, 19_601),
+    };
+    let (dx, dy) = STEPS[d];
+    (if dx != 0 && dy != 0 {
+        diagonal
+    } else {
+        straight
+    }) * terrain as u64
+}
+
+/// The index of the cell that step `d` from (x, y) reaches, if the step is legal: both cells on
+/// the map and not walls, and for a diagonal both cells it passes between not walls either.
+pub fn oracle_step(cost: &CostField, x: i64, y: i64, d: usize) -> Option<usize> {
+    let (w, h) = (cost.width() as i64, cost.height() as i64);
+    let open = |x: i64, y: i64| {
+        (0..w).contains(&x) && (0..h).contains(&y) && cost.costs()[(y * w + x) as usize] != WALL
+    };
+    let (dx, dy) = STEPS[d];
+    let (nx, ny) = (x + dx, y + dy);
+    let legal = open(x, y) && open(nx, ny) && (dx == 0 || dy == 0 || open(nx, y) && open(x, ny));
+    legal.then_some((ny * w + nx) as usize)
+}
+
 /// Cost-to-nearest-goal of every cell (u64, `None` = unreachable or wall), by plain Dijkstra over
-/// the reversed step graph: a unit steps from `j` into `i` at `model.step(dir, cost[j])`.
+/// the reversed step graph: a unit steps from `j` into `i` at the price of `j`'s terrain.
 pub fn reference_dijkstra(cost: &CostField, goals: &[UVec2], model: CostModel) -> Vec<Option<u64>> {
     let seeds: Vec<(UVec2, u32)> = goals.iter().map(|&g| (g, 0)).collect();
     reference_seeded(cost, &seeds, model)
@@ -22,11 +67,11 @@ pub fn reference_seeded(
     seeds: &[(UVec2, u32)],
     model: CostModel,
 ) -> Vec<Option<u64>> {
-    let g = cost.grid();
-    let mut dist: Vec<Option<u64>> = vec![None; g.len()];
+    let w = cost.width() as i64;
+    let mut dist: Vec<Option<u64>> = vec![None; cost.costs().len()];
     let mut heap = BinaryHeap::new();
     for &(seed, value) in seeds {
-        let i = g.index(seed).unwrap();
+        let i = seed.y as usize * w as usize + seed.x as usize;
         let v = value as u64;
         if dist[i].is_none_or(|old| v < old) {
             dist[i] = Some(v);
@@ -37,18 +82,15 @@ pub fn reference_seeded(
         if dist[i] != Some(d) {
             continue;
         }
-        let cell = g.cell(i);
-        for dir in Dir8::ALL {
-            // j is the neighbour in `dir`; the unit at j steps back towards i.
-            let Some(j_cell) = g.neighbour(cell, dir) else {
-                continue;
-            };
-            let back = dir.opposite();
-            if !cost.can_step(j_cell, back) {
+        let (x, y) = (i as i64 % w, i as i64 / w);
+        for (step, &(dx, dy)) in STEPS.iter().enumerate() {
+            // j is the cell one step back; a unit there takes `step` into i.
+            let (jx, jy) = (x - dx, y - dy);
+            if oracle_step(cost, jx, jy, step) != Some(i) {
                 continue;
             }
-            let j = g.index(j_cell).unwrap();
-            let nd = d + model.step(back, cost.costs()[j]) as u64;
+            let j = (jy * w + jx) as usize;
+            let nd = d + oracle_price(model, step, cost.costs()[j]);
             if dist[j].is_none_or(|old| nd < old) {
                 dist[j] = Some(nd);
                 heap.push(Reverse((nd, j)));
