@@ -24,8 +24,13 @@ pub struct Args {
     /// Instead of a file, a generated map of this size, e.g. 1024x1024.
     #[arg(long, value_name = "WxH", conflicts_with = "map")]
     size: Option<String>,
-    /// Unit counts of the table.
-    #[arg(long, value_delimiter = ',', default_value = "1,5,10,15,20,50,200")]
+    /// Unit counts of the table (each 1 to 100,000; at most 64 of them).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,5,10,15,20,50,200",
+        value_parser = crate::util::count_in(1, crate::util::MAX_UNITS)
+    )]
     units: Vec<usize>,
     /// Goal cell (default: the walkable cell nearest the centre).
     #[arg(long, value_name = "X,Y", value_parser = crate::util::parse_cell)]
@@ -33,8 +38,8 @@ pub struct Args {
     /// Step costs: `10-14` or `octile`.
     #[arg(long, default_value = "10-14")]
     model: CostModel,
-    /// Repetitions per measurement (default: enough for about 20 M cells).
-    #[arg(long)]
+    /// Repetitions per measurement, 1 to 10,000 (default: enough for about 20 M cells).
+    #[arg(long, value_parser = crate::util::count_in(1, crate::util::MAX_REPS))]
     reps: Option<usize>,
     /// Print one JSON object instead of the table.
     #[arg(long)]
@@ -427,6 +432,13 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             central_goal(&cost).ok_or_else(|| anyhow::anyhow!("the map has no walkable cell"))?
         }
     };
+    if a.units.len() > crate::util::MAX_UNIT_ROWS {
+        bail!(
+            "--units lists {} counts; at most {}",
+            a.units.len(),
+            crate::util::MAX_UNIT_ROWS
+        );
+    }
     let r = measure(&cost, &name, goal, a.model, &a.units, a.reps, true)?;
     let ns_cell_i = r.integration_ns / r.cells as f64;
     let ns_cell_f = r.flow_ns / r.cells as f64;

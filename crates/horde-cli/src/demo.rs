@@ -65,13 +65,15 @@ fn write_gif(
         reveal_after_a_second(&pb, started);
     }
     pb.finish_and_clear();
-    Ok(gif.frames())
+    let frames = gif.frames();
+    gif.finish()?;
+    Ok(frames)
 }
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Number of units.
-    #[arg(long, default_value_t = 200)]
+    /// Number of units, 1 to 100,000.
+    #[arg(long, default_value_t = 200, value_parser = crate::util::count_in(1, crate::util::MAX_UNITS))]
     pub units: usize,
     /// Folder for demo.png (all layers) and demo.gif (the units moving).
     #[arg(long, default_value = "horde-demo")]

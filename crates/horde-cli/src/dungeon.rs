@@ -15,18 +15,18 @@ pub struct Args {
     /// Map size in tiles.
     #[arg(long, default_value = "100x100", value_name = "WxH")]
     size: String,
-    /// Rooms to place.
-    #[arg(long, default_value_t = 12)]
+    /// Rooms to place, 1 to 100,000 (and no more than rooms of the smallest side fit).
+    #[arg(long, default_value_t = 12, value_parser = crate::util::count_in(1, crate::util::MAX_ROOMS))]
     rooms: usize,
     /// Random seed: the same seed and options give the same dungeon everywhere.
     #[arg(long, default_value_t = 7)]
     seed: u64,
-    /// Fraction of the non-tree Delaunay edges carved as extra corridors (loops).
-    #[arg(long, default_value_t = 0.15)]
+    /// Fraction of the non-tree Delaunay edges carved as extra corridors (loops), in [0, 1].
+    #[arg(long, default_value_t = 0.15, value_parser = crate::util::number_in(0.0, 1.0, false))]
     loops: f32,
-    /// Corridor width in tiles.
-    #[arg(long, default_value_t = 1)]
-    corridor_width: u32,
+    /// Corridor width in tiles, 1 to 16.
+    #[arg(long, default_value_t = 1, value_parser = crate::util::count_in(1, 16))]
+    corridor_width: usize,
     /// Smallest and largest room side, e.g. 5..14.
     #[arg(long, default_value = "5..14", value_name = "MIN..MAX")]
     room_size: String,
@@ -36,9 +36,9 @@ pub struct Args {
     /// Write a PNG: rooms green, corridors yellow, doors orange, rock dark.
     #[arg(long, value_name = "FILE.png")]
     png: Option<String>,
-    /// Pixels per tile in the PNG.
-    #[arg(long, default_value_t = 6)]
-    scale: u32,
+    /// Pixels per tile in the PNG, 1 to 64.
+    #[arg(long, default_value_t = 6, value_parser = crate::util::count_in(1, crate::util::MAX_SCALE))]
+    scale: usize,
     /// Write a Tiled map (JSON with a CSV tile layer).
     #[arg(long, value_name = "FILE.json")]
     tiled: Option<String>,
@@ -66,7 +66,7 @@ pub fn tile_rgb(t: Tile) -> [u8; 3] {
 
 /// Write the dungeon as a PNG, `scale` pixels per tile, with a legend.
 pub fn write_png(d: &Dungeon, scale: u32, path: &str) -> Result<()> {
-    let mut c = Canvas::new(d.width(), d.height(), scale.clamp(1, 64))?;
+    let mut c = Canvas::new(d.width(), d.height(), scale)?;
     c.fill_cells(|i| Some(tile_rgb(d.tiles()[i])));
     c.legend(&[
         (tile_rgb(Tile::Room), "room".to_owned()),
@@ -77,6 +77,11 @@ pub fn write_png(d: &Dungeon, scale: u32, path: &str) -> Result<()> {
 }
 
 pub fn run(a: &Args) -> Result<ExitCode> {
+    for (path, flag) in [(&a.out, "--out"), (&a.png, "--png"), (&a.tiled, "--tiled")] {
+        if let Some(path) = path {
+            crate::util::check_output(path, flag)?;
+        }
+    }
     let (width, height) = parse_pair(&a.size, "x", "--size")?;
     let (room_min, room_max) = parse_pair(&a.room_size, "..", "--room-size")?;
     let config = DungeonConfig {
@@ -86,7 +91,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         room_min,
         room_max,
         loops: a.loops,
-        corridor_width: a.corridor_width,
+        corridor_width: a.corridor_width as u32,
         ..DungeonConfig::default()
     };
     let started = Instant::now();
@@ -114,7 +119,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         outln!("wrote            {p}");
     }
     if let Some(p) = &a.png {
-        write_png(&d, a.scale, p)?;
+        write_png(&d, a.scale as u32, p)?;
         outln!("wrote            {p}");
     }
     if let Some(p) = &a.tiled {

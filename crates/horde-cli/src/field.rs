@@ -36,9 +36,9 @@ pub struct Args {
         default_value = "terrain,integration,flow,goals"
     )]
     layers: Vec<Layer>,
-    /// Pixels per cell (default: about 1024 pixels across).
-    #[arg(long)]
-    scale: Option<u32>,
+    /// Pixels per cell, 1 to 64 (default: about 1024 pixels across).
+    #[arg(long, value_parser = crate::util::count_in(1, crate::util::MAX_SCALE))]
+    scale: Option<usize>,
     /// After the first build, set a rectangle (both corners inclusive) to COST (1-254 terrain,
     /// 255 wall) and repair the fields in place; repeat for several edits, applied in order.
     #[arg(long = "edit", value_name = "X0,Y0,X1,Y1,COST", value_parser = parse_edit)]
@@ -79,6 +79,16 @@ pub fn parse_edit(s: &str) -> Result<CostEdit, String> {
 }
 
 pub fn run(a: &Args) -> Result<ExitCode> {
+    let outputs = [
+        (&a.dump_integration, "--dump-integration"),
+        (&a.dump_flow, "--dump-flow"),
+        (&a.png, "--png"),
+    ];
+    for (path, flag) in outputs {
+        if let Some(path) = path {
+            crate::util::check_output(path, flag)?;
+        }
+    }
     let (cost, name) = load_map(&a.map)?;
     for &g in &a.goals {
         check_walkable(&cost, g, "goal")?;
@@ -194,9 +204,10 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         outln!("wrote      {path}");
     }
     if let Some(path) = &a.png {
-        let scale = a
-            .scale
-            .unwrap_or_else(|| Canvas::auto_scale(cost.width(), cost.height(), 1024));
+        let scale = a.scale.map_or_else(
+            || Canvas::auto_scale(cost.width(), cost.height(), 1024),
+            |s| s as u32,
+        );
         let started = Instant::now();
         let (mut picture, legend) =
             field_picture(&cost, integration, flow, &goals, &a.layers, scale)?;

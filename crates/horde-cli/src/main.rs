@@ -37,9 +37,11 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Largest map a greyscale PNG may describe, in cells (pixels).
-    #[arg(long, global = true, default_value_t = util::MAX_IMAGE_CELLS)]
-    max_cells: u64,
+    /// Largest map a greyscale PNG may describe, in cells (pixels): 1 to 1,073,741,824, the
+    /// grid's own limit.
+    #[arg(long, global = true, default_value_t = util::MAX_IMAGE_CELLS as usize,
+          value_parser = util::count_in(1, horde::grid::MAX_CELLS))]
+    max_cells: usize,
 }
 
 #[derive(Subcommand)]
@@ -63,7 +65,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    util::set_max_image_cells(cli.max_cells);
+    util::set_max_image_cells(cli.max_cells as u64);
     let result = match cli.command {
         None => demo::run(&demo::Args::default()),
         Some(Command::Demo(a)) => demo::run(&a),

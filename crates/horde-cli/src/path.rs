@@ -26,12 +26,15 @@ pub struct Args {
     /// Draw the terrain and the path as a PNG.
     #[arg(long, value_name = "FILE.png")]
     png: Option<String>,
-    /// Pixels per cell (default: about 1024 pixels across).
-    #[arg(long)]
-    scale: Option<u32>,
+    /// Pixels per cell, 1 to 64 (default: about 1024 pixels across).
+    #[arg(long, value_parser = crate::util::count_in(1, crate::util::MAX_SCALE))]
+    scale: Option<usize>,
 }
 
 pub fn run(a: &Args) -> Result<ExitCode> {
+    if let Some(path) = &a.png {
+        crate::util::check_output(path, "--png")?;
+    }
     let (cost, name) = load_map(&a.map)?;
     check_walkable(&cost, a.from, "start")?;
     check_walkable(&cost, a.to, "goal")?;
@@ -64,9 +67,10 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             let cells: Vec<String> = p.cells.iter().map(|c| format!("{},{}", c.x, c.y)).collect();
             outln!("path       {}", cells.join(" "));
             if let Some(png) = &a.png {
-                let scale = a
-                    .scale
-                    .unwrap_or_else(|| Canvas::auto_scale(cost.width(), cost.height(), 1024));
+                let scale = a.scale.map_or_else(
+                    || Canvas::auto_scale(cost.width(), cost.height(), 1024),
+                    |s| s as u32,
+                );
                 let mut c = Canvas::new(cost.width(), cost.height(), scale)?;
                 c.terrain(&cost);
                 c.path(&p.cells);

@@ -347,18 +347,24 @@ impl Canvas {
 
     /// Write the picture as a PNG.
     pub fn save_png(&self, path: &str) -> Result<()> {
-        let file = std::fs::File::create(path).with_context(|| format!("cannot write {path}"))?;
-        let mut enc = png::Encoder::new(std::io::BufWriter::new(file), self.width(), self.height());
-        enc.set_color(png::ColorType::Rgba);
-        enc.set_depth(png::BitDepth::Eight);
-        enc.set_compression(png::Compression::Fast);
-        let mut writer = enc
-            .write_header()
-            .with_context(|| format!("cannot write {path}"))?;
-        writer
-            .write_image_data(&self.rgba())
-            .with_context(|| format!("cannot write {path}"))?;
-        Ok(())
+        let mut file = crate::util::AtomicFile::create(path)?;
+        {
+            let out = std::io::BufWriter::new(file.writer());
+            let mut enc = png::Encoder::new(out, self.width(), self.height());
+            enc.set_color(png::ColorType::Rgba);
+            enc.set_depth(png::BitDepth::Eight);
+            enc.set_compression(png::Compression::Fast);
+            let mut writer = enc
+                .write_header()
+                .with_context(|| format!("cannot write {path}"))?;
+            writer
+                .write_image_data(&self.rgba())
+                .with_context(|| format!("cannot write {path}"))?;
+            writer
+                .finish()
+                .with_context(|| format!("cannot write {path}"))?;
+        }
+        file.commit()
     }
 }
 
@@ -561,6 +567,8 @@ pub fn read_heightmap(path: &str, max_cells: u64) -> Result<CostField> {
         .read_header_info()
         .with_context(|| format!("{path}: not a PNG"))?;
     let (w, h) = (info.width, info.height);
+    // The grid's own limits and `--max-cells`, both before a pixel is decoded.
+    let grid = horde::Grid::new(w, h).with_context(|| path.to_string())?;
     if w as u64 * h as u64 > max_cells {
         bail!(
             "{path}: image of {w}x{h} = {} cells exceeds --max-cells {max_cells}",
@@ -592,7 +600,6 @@ pub fn read_heightmap(path: &str, max_cells: u64) -> Result<CostField> {
             }
         })
         .collect();
-    let grid = horde::Grid::new(w, h).with_context(|| path.to_string())?;
     Ok(CostField::from_costs(grid, costs)?)
 }
 
@@ -600,6 +607,8 @@ pub fn read_heightmap(path: &str, max_cells: u64) -> Result<CostField> {
 /// before (unchanged pixels transparent), so moving dots over a still map stay small.
 pub struct GifWriter {
     encoder: gif::Encoder<std::io::BufWriter<std::fs::File>>,
+    /// The file the encoder writes, renamed into place by [`GifWriter::finish`].
+    file: crate::util::AtomicFile,
     palette: Palette,
     previous: Option<Vec<u8>>,
     width: u16,
@@ -624,14 +633,19 @@ impl GifWriter {
             u16::try_from(width).context("GIF wider than 65535 pixels")?,
             u16::try_from(height).context("GIF taller than 65535 pixels")?,
         );
-        let file = std::fs::File::create(path).with_context(|| format!("cannot write {path}"))?;
+        let mut file = crate::util::AtomicFile::create(path)?;
+        let handle = file
+            .writer()
+            .try_clone()
+            .with_context(|| format!("cannot write {path}"))?;
         let mut colours = palette.bytes().to_vec();
         colours.resize(256 * 3, 0);
-        let mut encoder = gif::Encoder::new(std::io::BufWriter::new(file), w, h, &colours)
+        let mut encoder = gif::Encoder::new(std::io::BufWriter::new(handle), w, h, &colours)
             .with_context(|| format!("cannot write {path}"))?;
         encoder.set_repeat(gif::Repeat::Infinite)?;
         Ok(GifWriter {
             encoder,
+            file,
             palette,
             previous: None,
             width: w,
@@ -674,6 +688,18 @@ impl GifWriter {
     /// Frames written so far.
     pub fn frames(&self) -> usize {
         self.frames
+    }
+
+    /// Close the GIF (its trailer) and move it into place.
+    pub fn finish(self) -> Result<()> {
+        let GifWriter { encoder, file, .. } = self;
+        let path = file.path().to_owned();
+        let mut out = encoder
+            .into_inner()
+            .with_context(|| format!("cannot write {path}"))?;
+        std::io::Write::flush(&mut out).with_context(|| format!("cannot write {path}"))?;
+        drop(out);
+        file.commit()
     }
 }
 

@@ -15,7 +15,10 @@ use crate::render::{
     ARROW_RGB, Canvas, GOAL_RGB, GROUND_RGB, GifWriter, Palette, UNIT_RGB, WALL_RGB, indexed_disc,
     terrain_rgb,
 };
-use crate::util::{check_walkable, load_map, parse_cell, progress, reveal_after_a_second};
+use crate::util::{
+    MAX_AGENTS, MAX_AGENTS_PER_CELL, MAX_COLLISION_PASSES, MAX_SCALE, MAX_STEPS, check_walkable,
+    count_in, load_map, number_in, parse_cell, progress, reveal_after_a_second,
+};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -24,14 +27,17 @@ pub struct Args {
     /// Goal cell.
     #[arg(long, value_name = "X,Y", value_parser = parse_cell)]
     goal: UVec2,
-    /// Number of agents, spawned at random walkable cells.
-    #[arg(long, default_value_t = 200)]
+    /// Number of agents, spawned at random walkable cells (at most 10,000,000, and at most 4 per
+    /// walkable cell of the spawn area).
+    #[arg(long, default_value_t = 200, value_parser = count_in(1, MAX_AGENTS))]
     agents: usize,
-    /// Most steps to run (it stops early once every agent that can arrive has).
-    #[arg(long, default_value_t = 2000)]
+    /// Most steps to run (it stops early once every agent that can arrive has; at most
+    /// 1,000,000).
+    #[arg(long, default_value_t = 2000, value_parser = count_in(1, MAX_STEPS))]
     steps: usize,
-    /// Seconds per step.
-    #[arg(long, default_value_t = 0.05)]
+    /// Seconds per step, in (0, 1]; a step moves an agent at most 0.45 cell, so speed × dt must
+    /// stay within that.
+    #[arg(long, default_value_t = 0.05, value_parser = number_in(0.0, 1.0, true))]
     dt: f32,
     /// Random seed for the spawn positions.
     #[arg(long, default_value_t = 1)]
@@ -39,17 +45,18 @@ pub struct Args {
     /// Spawn only in this rectangle of cells (corners inclusive).
     #[arg(long, value_name = "X0,Y0,X1,Y1")]
     spawn: Option<String>,
-    /// Agent radius, in cells.
-    #[arg(long, default_value_t = 0.35)]
+    /// Agent radius, in cells, in (0, 2]: one field serves every agent here, and wider bodies
+    /// need fields of their own size class (`CostField::inflated`).
+    #[arg(long, default_value_t = 0.35, value_parser = number_in(0.0, 2.0, true))]
     radius: f32,
-    /// Agent top speed, in cells per second.
-    #[arg(long, default_value_t = 4.0)]
+    /// Agent top speed, in cells per second, in (0, 100].
+    #[arg(long, default_value_t = 4.0, value_parser = number_in(0.0, 100.0, true))]
     speed: f32,
-    /// Separation weight (flow weight is 1).
-    #[arg(long, default_value_t = 2.0)]
+    /// Separation weight (flow weight is 1), in [0, 100].
+    #[arg(long, default_value_t = 2.0, value_parser = number_in(0.0, 100.0, false))]
     separation: f32,
-    /// Extra position-based collision passes per step.
-    #[arg(long, default_value_t = 2)]
+    /// Extra position-based collision passes per step, 0 to 16.
+    #[arg(long, default_value_t = 2, value_parser = count_in(0, MAX_COLLISION_PASSES))]
     collision_passes: usize,
     /// Read the nearest arrow instead of blending the four nearest.
     #[arg(long)]
@@ -60,15 +67,15 @@ pub struct Args {
     /// Write an animated GIF of the run.
     #[arg(long, value_name = "FILE.gif")]
     gif: Option<String>,
-    /// GIF frames per second.
-    #[arg(long, default_value_t = 20)]
-    fps: u32,
-    /// Draw one GIF frame every K steps.
-    #[arg(long, default_value_t = 1)]
+    /// GIF frames per second, 1 to 100.
+    #[arg(long, default_value_t = 20, value_parser = count_in(1, 100))]
+    fps: usize,
+    /// Draw one GIF frame every K steps (K from 1 to 1,000,000).
+    #[arg(long, default_value_t = 1, value_parser = count_in(1, MAX_STEPS))]
     every: usize,
-    /// GIF pixels per cell (default: about 512 pixels across).
-    #[arg(long)]
-    scale: Option<u32>,
+    /// GIF pixels per cell, 1 to 64 (default: about 512 pixels across).
+    #[arg(long, value_parser = count_in(1, MAX_SCALE))]
+    scale: Option<usize>,
 }
 
 /// FNV-1a over the bits of every position: equal hashes mean bit-identical runs.
@@ -96,11 +103,30 @@ fn percentile(sorted: &[f32], q: f32) -> f32 {
     sorted[k]
 }
 
+/// Set by Ctrl-C (SIGINT) during a run that writes a GIF.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 pub fn run(a: &Args) -> Result<ExitCode> {
+    if let Some(path) = &a.gif {
+        crate::util::check_output(path, "--gif")?;
+        // An interrupted run still closes its GIF: the loop stops at the next step.
+        ctrlc::set_handler(|| INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed))
+            .map_err(|e| anyhow::anyhow!("cannot catch Ctrl-C: {e}"))?;
+    }
     let (cost, name) = load_map(&a.map)?;
     check_walkable(&cost, a.goal, "goal")?;
-    if a.every == 0 {
-        bail!("--every must be at least 1");
+    if a.speed * a.dt > 0.45 {
+        bail!(
+            "--speed {} × --dt {} moves {} cells a step; a step moves an agent at most 0.45 cell \
+             (lower --speed or --dt)",
+            a.speed,
+            a.dt,
+            a.speed * a.dt
+        );
     }
     let mut builder = IntegrationBuilder::new();
     let integration = builder.build(&cost, &[a.goal], CostModel::TenFourteen)?;
@@ -142,6 +168,15 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     if walkable.is_empty() {
         bail!("{name} has no walkable cell to spawn on");
     }
+    if a.agents > MAX_AGENTS_PER_CELL * walkable.len() {
+        bail!(
+            "--agents {}: the spawn area has {} walkable cells, room for at most {} agents \
+             ({MAX_AGENTS_PER_CELL} per cell)",
+            a.agents,
+            walkable.len(),
+            MAX_AGENTS_PER_CELL * walkable.len()
+        );
+    }
     let mut rng = Pcg64::seed_from_u64(a.seed);
     let mut handles = Vec::with_capacity(a.agents);
     let mut can_arrive = Vec::with_capacity(a.agents);
@@ -177,9 +212,10 @@ pub fn run(a: &Args) -> Result<ExitCode> {
 
     let mut gif = match &a.gif {
         Some(path) => {
-            let scale = a
-                .scale
-                .unwrap_or_else(|| Canvas::auto_scale(cost.width(), cost.height(), 512));
+            let scale = a.scale.map_or_else(
+                || Canvas::auto_scale(cost.width(), cost.height(), 512),
+                |s| s as u32,
+            );
             let mut background = Canvas::new(cost.width(), cost.height(), scale)?;
             background.terrain(&cost);
             background.flow(&flow, background.arrow_block(10));
@@ -194,7 +230,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                 path,
                 background.width(),
                 background.height(),
-                a.fps,
+                a.fps as u32,
                 palette,
             )?;
             Some((writer, base, w, scale))
@@ -235,6 +271,12 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     let mut steps = 0;
     draw(&mut gif, &crowd)?;
     while steps < a.steps {
+        if interrupted() {
+            // Ctrl-C: stop here, close the GIF (a valid file, with its trailer) and report
+            // the steps run so far.
+            eprintln!("interrupted after {steps} steps");
+            break;
+        }
         let t = Instant::now();
         let stats = crowd.step(a.dt, &cost, &groups)?;
         step_seconds += t.elapsed().as_secs_f64();
@@ -268,6 +310,9 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     }
     pb.finish_and_clear();
     let frames = gif.as_ref().map_or(0, |g| g.0.frames());
+    if let Some((writer, ..)) = gif {
+        writer.finish()?;
+    }
     let mut times: Vec<f32> = arrive_time
         .iter()
         .copied()
@@ -329,7 +374,12 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             outln!("wrote              {p} ({frames} frames)");
         }
     }
-    Ok(ExitCode::SUCCESS)
+    // 130: the shell's code for a run stopped by Ctrl-C.
+    Ok(if interrupted() {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Whether a body of radius `r` that moved from `from` to `to` in one step broke the crowd's wall

@@ -10,6 +10,68 @@ use indicatif::{ProgressBar, ProgressStyle};
 /// Largest map, in cells, that a greyscale PNG may describe by default (64 Mi: 8192 × 8192).
 pub const MAX_IMAGE_CELLS: u64 = 1 << 26;
 
+// Limits on what the command line may ask for, checked while the flags are parsed, before
+// anything is reserved for them: each is far beyond what the commands are for, and far below
+// what would exhaust memory or time.
+
+/// Most agents `horde sim` spawns (a crowd costs at most 64 bytes per agent: 640 MB).
+pub const MAX_AGENTS: u64 = 10_000_000;
+/// Most agents per walkable cell of the spawn area (four bodies of the default radius fill one).
+pub const MAX_AGENTS_PER_CELL: usize = 4;
+/// Most steps `horde sim` runs.
+pub const MAX_STEPS: u64 = 1_000_000;
+/// Most collision passes per step (each is a pass over every agent; 2 is the default).
+pub const MAX_COLLISION_PASSES: u64 = 16;
+/// Most units `horde demo` and `horde bench` send (each unit is one A* query per repetition).
+pub const MAX_UNITS: u64 = 100_000;
+/// Most entries in `horde bench --units`.
+pub const MAX_UNIT_ROWS: usize = 64;
+/// Most repetitions per measurement in `horde bench`.
+pub const MAX_REPS: u64 = 10_000;
+/// Most rooms `horde dungeon` places (the library also refuses more than fit the map).
+pub const MAX_ROOMS: u64 = 100_000;
+/// Most pixels per cell in pictures.
+pub const MAX_SCALE: u64 = 64;
+
+/// A clap parser for a whole number in `lo..=hi` that names the range when it refuses one.
+pub fn count_in(lo: u64, hi: u64) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync {
+    move |s: &str| {
+        let t = s.trim();
+        if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+            match t.parse::<u64>() {
+                Ok(v) if (lo..=hi).contains(&v) => return Ok(v as usize),
+                _ if t.len() > hi.to_string().len() || t.parse::<u64>().is_ok_and(|v| v > hi) => {
+                    return Err(format!("too large (at most {hi})"));
+                }
+                _ => return Err(format!("too small (at least {lo})")),
+            }
+        }
+        Err(format!("not a whole number (allowed: {lo} to {hi})"))
+    }
+}
+
+/// A clap parser for a finite number in `lo..=hi` (`lo` itself excluded when `open_lo`), which
+/// names the range when it refuses one.
+pub fn number_in(
+    lo: f32,
+    hi: f32,
+    open_lo: bool,
+) -> impl Fn(&str) -> Result<f32, String> + Clone + Send + Sync {
+    move |s: &str| {
+        let range = format!("{}{lo}, {hi}]", if open_lo { "(" } else { "[" });
+        let v: f32 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("not a number (allowed: {range})"))?;
+        let above_lo = if open_lo { v > lo } else { v >= lo };
+        if v.is_finite() && above_lo && v <= hi {
+            Ok(v)
+        } else {
+            Err(format!("outside {range}"))
+        }
+    }
+}
+
 /// The `--max-cells` the user gave, set once at start-up.
 static IMAGE_CELLS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
 
@@ -43,17 +105,26 @@ pub fn load_map(arg: &str) -> Result<(CostField, String)> {
 
 /// `X,Y` → a cell.
 pub fn parse_cell(s: &str) -> Result<UVec2, String> {
+    use horde::io::quoted;
     let (x, y) = s
         .split_once(',')
-        .ok_or_else(|| format!("'{s}' is not X,Y"))?;
-    let x = x
-        .trim()
-        .parse::<u32>()
-        .map_err(|_| format!("'{x}' in '{s}' is not a whole number"))?;
-    let y = y
-        .trim()
-        .parse::<u32>()
-        .map_err(|_| format!("'{y}' in '{s}' is not a whole number"))?;
+        .ok_or_else(|| format!("{} is not X,Y", quoted(s)))?;
+    let whole = |v: &str| {
+        let v = v.trim();
+        v.parse::<u32>().map_err(|_| {
+            if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+                format!(
+                    "{} in {} is too large (at most {})",
+                    quoted(v),
+                    quoted(s),
+                    u32::MAX
+                )
+            } else {
+                format!("{} in {} is not a whole number", quoted(v), quoted(s))
+            }
+        })
+    };
+    let (x, y) = (whole(x)?, whole(y)?);
     Ok(UVec2::new(x, y))
 }
 
@@ -116,7 +187,81 @@ pub fn bytes(n: usize) -> String {
     }
 }
 
-/// Write a file, naming it in the error.
+/// The folder a file would be written in (`.` for a bare file name).
+fn folder_of(path: &str) -> &std::path::Path {
+    match std::path::Path::new(path).parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    }
+}
+
+/// Fail unless `path` can be written: its folder exists and takes a new file (tried with a
+/// temporary file, removed at once). Called for every output before the work starts.
+pub fn check_output(path: &str, flag: &str) -> Result<()> {
+    let folder = folder_of(path);
+    if !folder.is_dir() {
+        bail!("{flag} {path}: folder {} does not exist", folder.display());
+    }
+    if std::path::Path::new(path).is_dir() {
+        bail!("{flag} {path}: is a folder");
+    }
+    tempfile::NamedTempFile::new_in(folder)
+        .with_context(|| format!("{flag} {path}: cannot write in {}", folder.display()))?;
+    Ok(())
+}
+
+/// A file written beside its destination and renamed into place by [`AtomicFile::commit`]: a
+/// failure or an interruption before that leaves the old file (if any) untouched and no partial
+/// file (the temporary one is removed when dropped).
+pub struct AtomicFile {
+    file: tempfile::NamedTempFile,
+    path: String,
+}
+
+impl AtomicFile {
+    /// Start writing `path`.
+    pub fn create(path: &str) -> Result<AtomicFile> {
+        let file = tempfile::Builder::new()
+            .prefix(".horde-")
+            .tempfile_in(folder_of(path))
+            .with_context(|| format!("cannot write {path}"))?;
+        Ok(AtomicFile {
+            file,
+            path: path.to_owned(),
+        })
+    }
+
+    /// The file to write into.
+    pub fn writer(&mut self) -> &mut std::fs::File {
+        self.file.as_file_mut()
+    }
+
+    /// The destination.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Flush to disk and move into place.
+    pub fn commit(self) -> Result<()> {
+        let path = self.path;
+        self.file
+            .as_file()
+            .sync_all()
+            .with_context(|| format!("cannot write {path}"))?;
+        self.file
+            .persist(&path)
+            .map_err(|e| e.error)
+            .with_context(|| format!("cannot write {path}"))?;
+        Ok(())
+    }
+}
+
+/// Write a file atomically, naming it in the error.
 pub fn write_file(path: &str, text: &str) -> Result<()> {
-    std::fs::write(path, text).with_context(|| format!("cannot write {path}"))
+    use std::io::Write;
+    let mut f = AtomicFile::create(path)?;
+    f.writer()
+        .write_all(text.as_bytes())
+        .with_context(|| format!("cannot write {path}"))?;
+    f.commit()
 }

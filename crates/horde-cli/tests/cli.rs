@@ -702,3 +702,314 @@ fn bad_edits_are_named_and_exit_non_zero() {
     assert_ne!(code, 0);
     assert!(err.contains("500"), "{err}");
 }
+
+#[test]
+fn counts_and_numbers_out_of_range_are_refused_before_any_work() {
+    // (arguments, what stderr must say): each names the flag, the value and the allowed range,
+    // exits 2 before anything is built or written, in a short message.
+    let out = tmp("never-written.map");
+    let out_arg = out.to_str().unwrap().to_owned();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec![
+                "sim",
+                "builtin",
+                "--goal",
+                "64,64",
+                "--agents",
+                "18446744073709551615",
+            ],
+            "'--agents <AGENTS>': too large (at most 10000000)",
+        ),
+        (
+            vec!["sim", "builtin", "--goal", "64,64", "--agents", "1000000"],
+            "--agents 1000000: the spawn area has 13262 walkable cells, room for at most 53048",
+        ),
+        (
+            vec![
+                "sim",
+                "builtin",
+                "--goal",
+                "64,64",
+                "--collision-passes",
+                "1000000000",
+            ],
+            "'--collision-passes <COLLISION_PASSES>': too large (at most 16)",
+        ),
+        (
+            vec!["sim", "builtin", "--goal", "64,64", "--speed", "1e20"],
+            "'--speed <SPEED>': outside (0, 100]",
+        ),
+        (
+            vec!["sim", "builtin", "--goal", "64,64", "--dt", "1e30"],
+            "'--dt <DT>': outside (0, 1]",
+        ),
+        (
+            vec!["sim", "builtin", "--goal", "64,64", "--dt", "NaN"],
+            "'--dt <DT>': outside (0, 1]",
+        ),
+        (
+            vec!["sim", "builtin", "--goal", "64,64", "--speed", "20"],
+            "a step moves an agent at most 0.45 cell",
+        ),
+        (
+            vec!["sim", "builtin", "--goal", "64,64", "--radius", "1e9"],
+            "'--radius <RADIUS>': outside (0, 2]",
+        ),
+        (
+            vec![
+                "sim", "builtin", "--goal", "64,64", "--gif", "x.gif", "--scale", "0",
+            ],
+            "'--scale <SCALE>': too small (at least 1)",
+        ),
+        (
+            vec!["dungeon", "--rooms", "1000000000", "--out", &out_arg],
+            "'--rooms <ROOMS>': too large (at most 100000)",
+        ),
+        (
+            vec!["dungeon", "--rooms", "5000", "--out", &out_arg],
+            "5000 rooms cannot fit in a 100x100 map with rooms of side 5 or more (at most 256)",
+        ),
+        (
+            vec!["dungeon", "--loops=-1", "--out", &out_arg],
+            "'--loops <LOOPS>': outside [0, 1]",
+        ),
+        (
+            vec!["bench", "--units", "10000000"],
+            "'--units <UNITS>': too large (at most 100000)",
+        ),
+        (
+            vec!["bench", "--reps", "1000000000"],
+            "'--reps <REPS>': too large (at most 10000)",
+        ),
+        (
+            vec!["demo", "--units", "1000000000"],
+            "'--units <UNITS>': too large (at most 100000)",
+        ),
+        (
+            vec![
+                "--max-cells",
+                "18446744073709551615",
+                "field",
+                "x.png",
+                "--goal",
+                "1,1",
+            ],
+            "'--max-cells <MAX_CELLS>': too large (at most 1073741824)",
+        ),
+        (
+            vec![
+                "path",
+                "builtin",
+                "--from",
+                "1,1",
+                "--to",
+                "2,2",
+                "--scale",
+                "99999999999",
+            ],
+            "'--scale <SCALE>': too large (at most 64)",
+        ),
+        (
+            vec!["sim", "builtin", "--goal", "64,64", "--agents", "12x"],
+            "'--agents <AGENTS>': not a whole number (allowed: 1 to 10000000)",
+        ),
+    ];
+    for (args, want) in cases {
+        let (code, _, err) = horde(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(err.len() < 1024, "{args:?}: {} bytes", err.len());
+        assert!(!out.exists(), "{args:?} wrote {}", out.display());
+    }
+}
+
+#[test]
+fn outputs_are_checked_first_and_written_whole_or_not_at_all() {
+    // An output whose folder does not exist is refused before any other output is written.
+    let map = tmp("atomic-p.map");
+    let (code, _, err) = horde(&[
+        "dungeon",
+        "--out",
+        map.to_str().unwrap(),
+        "--png",
+        "/nonexistent/x.png",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--png /nonexistent/x.png: folder /nonexistent does not exist"),
+        "{err}"
+    );
+    assert!(!map.exists(), "wrote {} before failing", map.display());
+
+    // A write that fails midway (here the file-size limit) leaves the old file as it was and
+    // no partial or temporary file beside it.
+    let dir = tmp("atomic-dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    let old = dir.join("old.map");
+    std::fs::write(&old, "the previous good file\n").unwrap();
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 8; exec '{}' dungeon --size 300x300 --rooms 40 --out '{}'",
+        env!("CARGO_BIN_EXE_horde"),
+        old.display()
+    );
+    let out = Command::new("sh").arg("-c").arg(&script).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!("cannot write {}", old.display())),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&old).unwrap(),
+        "the previous good file\n"
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, [std::ffi::OsString::from("old.map")]);
+}
+
+#[test]
+fn an_interrupted_sim_closes_a_valid_gif() {
+    let gif_path = tmp("interrupted.gif");
+    let child = Command::new(env!("CARGO_BIN_EXE_horde"))
+        .args([
+            "sim",
+            "builtin:256x256",
+            "--goal",
+            "128,128",
+            "--agents",
+            "3000",
+            "--steps",
+            "1000000",
+            "--every",
+            "5",
+            "--gif",
+            gif_path.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let it draw some frames, then press Ctrl-C.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted after"), "{err}");
+    // Every frame decodes and the file ends with the GIF trailer.
+    let bytes = std::fs::read(&gif_path).unwrap();
+    assert_eq!(bytes.last(), Some(&0x3b), "no GIF trailer");
+    let mut decoder = gif::DecodeOptions::new()
+        .read_info(std::io::Cursor::new(bytes))
+        .unwrap();
+    let mut frames = 0;
+    while decoder.read_next_frame().unwrap().is_some() {
+        frames += 1;
+    }
+    assert!(frames >= 2, "{frames} frames");
+}
+
+#[test]
+fn huge_and_endless_inputs_are_refused_before_they_are_read() {
+    // An endless file: refused after its first bytes hold no map header.
+    let (code, _, err) = horde(&["field", "/dev/zero", "--goal", "0,0"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("/dev/zero: cannot read: longer than the 4096 bytes its header allows"),
+        "{err}"
+    );
+    assert!(err.len() < 1024);
+    // A 60-byte PNG whose header claims 100000 x 100000: refused by the grid's limit before a
+    // pixel is decoded, even with --max-cells at its largest.
+    let png_path = tmp("huge.png");
+    let chunk = |kind: &[u8], data: &[u8]| {
+        let mut c = (data.len() as u32).to_be_bytes().to_vec();
+        let mut body = kind.to_vec();
+        body.extend_from_slice(data);
+        c.extend_from_slice(&body);
+        c.extend_from_slice(&crc32(&body).to_be_bytes());
+        c
+    };
+    let mut ihdr = 100_000u32.to_be_bytes().to_vec();
+    ihdr.extend_from_slice(&100_000u32.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 0, 0, 0, 0]);
+    let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+    bytes.extend(chunk(b"IHDR", &ihdr));
+    bytes.extend(chunk(b"IEND", &[]));
+    std::fs::write(&png_path, bytes).unwrap();
+    let (code, _, err) = horde(&[
+        "--max-cells",
+        "1073741824",
+        "field",
+        png_path.to_str().unwrap(),
+        "--goal",
+        "1,1",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("grid size 100000x100000 is too large"),
+        "{err}"
+    );
+}
+
+/// CRC-32 (the PNG one), bit by bit: a test needs no table.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &b in bytes {
+        c ^= b as u32;
+        for _ in 0..8 {
+            c = if c & 1 != 0 {
+                0xedb8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
+        }
+    }
+    !c
+}
+
+#[test]
+fn messages_quote_little_and_escape_control_bytes() {
+    let cr = tmp("cr.map");
+    std::fs::write(&cr, "type octile\rheight 3\rwidth 3\rmap\r...\r...\r...\r").unwrap();
+    let bom = tmp("bom.map");
+    std::fs::write(
+        &bom,
+        "\u{feff}type octile\nheight 3\nwidth 3\nmap\n...\n...\n...\n",
+    )
+    .unwrap();
+    let long = tmp("long-header.map");
+    std::fs::write(
+        &long,
+        format!("type octile\nheight 3\nwidth {}\nmap\n", "9".repeat(3000)),
+    )
+    .unwrap();
+    for (path, want) in [
+        (&cr, "has more than two words"),
+        (&bom, "found '\\u{feff}type octile'"),
+        (&long, "is not a whole number"),
+    ] {
+        let (code, _, err) = horde(&["field", path.to_str().unwrap(), "--goal", "0,0"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(want), "{err}");
+        assert!(err.len() < 200, "{} bytes: {err}", err.len());
+        assert!(
+            !err.trim_end().chars().any(|c| c.is_control() && c != '\n'),
+            "{err:?}"
+        );
+    }
+    let (code, _, err) = horde(&["field", "builtin", "--goal", "99999999999,1"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("'99999999999' in '99999999999,1' is too large (at most 4294967295)"),
+        "{err}"
+    );
+}

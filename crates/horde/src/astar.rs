@@ -308,6 +308,36 @@ mod tests {
     use crate::grid::Grid;
 
     #[test]
+    fn settled_counts_the_cells_a_query_expanded() {
+        // A one-row corridor: every cell from start to goal is expanded once, nothing else.
+        let cost = CostField::new(Grid::new(10, 1).unwrap());
+        let mut astar = AStar::new();
+        let c = astar.search(
+            &cost,
+            UVec2::new(0, 0),
+            UVec2::new(9, 0),
+            CostModel::TenFourteen,
+        );
+        assert_eq!(c, Ok(Some(90)));
+        assert!((9..=10).contains(&astar.settled()), "{}", astar.settled());
+        // Behind a wall the search must look round it: more cells than the straight line.
+        let mut walled = CostField::new(Grid::new(9, 9).unwrap());
+        walled
+            .fill_rect(UVec2::new(4, 0), UVec2::new(4, 7), WALL)
+            .unwrap();
+        astar
+            .search(
+                &walled,
+                UVec2::new(0, 0),
+                UVec2::new(8, 0),
+                CostModel::TenFourteen,
+            )
+            .unwrap();
+        assert!(astar.settled() > 20, "{}", astar.settled());
+        assert!(astar.settled() <= walled.walkable_count());
+    }
+
+    #[test]
     fn path_steps_are_legal_and_sum_to_the_cost() {
         let mut cost = CostField::new(Grid::new(12, 9).unwrap());
         cost.fill_rect(UVec2::new(4, 0), UVec2::new(5, 6), WALL)

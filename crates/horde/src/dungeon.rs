@@ -119,6 +119,17 @@ pub enum DungeonError {
     /// Costs that make no sense.
     #[error("corridor costs are not valid: {0}")]
     Costs(String),
+    /// More rooms requested than rooms of the smallest side (and their one-tile gaps) can fit.
+    #[error(
+        "{rooms} rooms cannot fit in a {width}x{height} map with rooms of side {min} or more (at most {most})"
+    )]
+    TooManyRooms {
+        rooms: usize,
+        most: usize,
+        width: u32,
+        height: u32,
+        min: u32,
+    },
 }
 
 /// A room: its rectangle (inclusive of `min`, exclusive of `min + size`).
@@ -316,6 +327,19 @@ pub fn generate(config: &DungeonConfig, seed: u64) -> Result<Dungeon, DungeonErr
     }
     if config.room_min + 2 > w || config.room_min + 2 > h {
         return Err(DungeonError::NothingFits {
+            width: w,
+            height: h,
+            min: config.room_min,
+        });
+    }
+    // Rooms of the smallest side with a tile between them and round the border: checked
+    // before anything per room is reserved.
+    let fit = |side: u32| ((side - 1) / (config.room_min + 1)) as usize;
+    let most = fit(w) * fit(h);
+    if config.rooms > most {
+        return Err(DungeonError::TooManyRooms {
+            rooms: config.rooms,
+            most,
             width: w,
             height: h,
             min: config.room_min,
@@ -639,6 +663,23 @@ mod tests {
             ..DungeonConfig::default()
         };
         assert!(matches!(generate(&zero, 1), Err(DungeonError::Size { .. })));
+        // A billion rooms are refused before anything is reserved for them: sixteen rooms of
+        // side 5 with their gaps fit across 100 tiles, so 256 in all.
+        let crowded = DungeonConfig {
+            rooms: 1_000_000_000,
+            room_min: 5,
+            ..DungeonConfig::default()
+        };
+        assert_eq!(
+            generate(&crowded, 1),
+            Err(DungeonError::TooManyRooms {
+                rooms: 1_000_000_000,
+                most: 256,
+                width: 100,
+                height: 100,
+                min: 5
+            })
+        );
         assert_eq!(
             generate(
                 &DungeonConfig {
@@ -658,16 +699,30 @@ mod tests {
             generate(&inverted, 1),
             Err(DungeonError::RoomSize { .. })
         ));
-        // Far more rooms than fit: fewer placed, reported, and still connected.
-        let crowded = DungeonConfig {
+        // As many rooms as could fit at the smallest side (16 in 30 x 30): random placement
+        // places fewer, reports it, and stays connected.
+        let packed = DungeonConfig {
             width: 30,
             height: 30,
-            rooms: 500,
+            rooms: 16,
             ..DungeonConfig::default()
         };
-        let d = generate(&crowded, 5).unwrap();
-        assert!(d.rooms().len() < 500 && d.rooms_requested() == 500);
+        let d = generate(&packed, 5).unwrap();
+        assert!(d.rooms().len() < 16 && d.rooms_requested() == 16);
         assert!(connected(&d));
+        // Far more than that: refused.
+        let crowded = DungeonConfig {
+            rooms: 500,
+            ..packed
+        };
+        assert!(matches!(
+            generate(&crowded, 5),
+            Err(DungeonError::TooManyRooms {
+                rooms: 500,
+                most: 16,
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -102,11 +102,84 @@ fn text<'a>(file: &str, line: usize, bytes: &'a [u8]) -> Result<&'a str, MapErro
     })
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, MapError> {
-    std::fs::read(path).map_err(|e| MapError::Io {
+/// The most characters of a piece of input that an error message quotes.
+pub const QUOTE_CHARS: usize = 60;
+
+/// A piece of input as error messages quote it: in single quotes, at most [`QUOTE_CHARS`]
+/// characters (longer input is cut, with `…`), control characters and byte-order marks escaped
+/// so that no message carries raw control bytes. O(length quoted).
+///
+/// ```
+/// assert_eq!(horde::io::quoted("hei\rght"), "'hei\\rght'");
+/// assert_eq!(horde::io::quoted(&"x".repeat(100)).chars().count(), 60 + 3);
+/// ```
+pub fn quoted(s: &str) -> String {
+    let mut out = String::from("'");
+    for (n, c) in s.chars().enumerate() {
+        if n == QUOTE_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_control() || c == '\u{feff}' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// The first bytes of a file, in which a `.map` header (four short lines) must stand.
+const HEADER_BYTES: u64 = 4096;
+
+/// The most bytes a scenario file is read for (a query line is under 100 bytes: millions of
+/// queries).
+pub const MAX_SCEN_BYTES: u64 = 256 << 20;
+
+/// The most bytes a `.map` file with this head can need: the header, then `height` rows of
+/// `width` cells and a line break (CR LF at most) each, as its `height` and `width` lines say,
+/// within the grid's limits. A head without both is read no further (the parser then names
+/// what is missing).
+fn map_bytes_needed(head: &[u8]) -> u64 {
+    let text = String::from_utf8_lossy(head);
+    let size = |key: &str| {
+        text.lines()
+            .filter_map(|l| l.trim().strip_prefix(key))
+            .find_map(|v| v.trim().parse::<u64>().ok())
+            .filter(|&v| v <= crate::grid::MAX_SIDE as u64)
+    };
+    match (size("height"), size("width")) {
+        (Some(h), Some(w)) => HEADER_BYTES + h * (w + 2),
+        _ => HEADER_BYTES,
+    }
+}
+
+/// Read a file, but never more than `cap(first bytes)` bytes: a file longer than that is
+/// refused without reading the rest (a huge or endless file does not fill memory).
+fn read(path: &Path, cap: impl Fn(&[u8]) -> u64) -> Result<Vec<u8>, MapError> {
+    use std::io::Read;
+    let io = |e: std::io::Error| MapError::Io {
         file: path.display().to_string(),
         reason: e.to_string(),
-    })
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    (&mut file)
+        .take(HEADER_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    let most = cap(&bytes).max(HEADER_BYTES);
+    file.take(most + 1 - bytes.len() as u64)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > most {
+        return Err(MapError::Io {
+            file: path.display().to_string(),
+            reason: format!("longer than the {most} bytes its header allows"),
+        });
+    }
+    Ok(bytes)
 }
 
 /// Terrain cost of a map character, or `None` for an unknown one.
@@ -146,12 +219,15 @@ pub fn parse_map(bytes: &[u8], file: &str) -> Result<CostField, MapError> {
         let key = parts.next().unwrap_or("");
         let value = parts.next();
         if parts.next().is_some() {
-            return Err(header(line, format!("'{l}' has more than two words")));
+            return Err(header(
+                line,
+                format!("{} has more than two words", quoted(l)),
+            ));
         }
         let number = |v: Option<&str>| -> Result<u64, MapError> {
-            let v = v.ok_or_else(|| header(line, format!("'{key}' needs a number")))?;
+            let v = v.ok_or_else(|| header(line, format!("{} needs a number", quoted(key))))?;
             v.parse::<u64>()
-                .map_err(|_| header(line, format!("'{v}' is not a whole number")))
+                .map_err(|_| header(line, format!("{} is not a whole number", quoted(v))))
         };
         let slot = match key {
             "type" => {
@@ -170,12 +246,15 @@ pub fn parse_map(bytes: &[u8], file: &str) -> Result<CostField, MapError> {
             _ => {
                 return Err(header(
                     line,
-                    format!("expected 'type', 'height', 'width' or 'map', found '{l}'"),
+                    format!(
+                        "expected 'type', 'height', 'width' or 'map', found {}",
+                        quoted(l)
+                    ),
                 ));
             }
         };
         if slot.replace((number(value)?, line)).is_some() {
-            return Err(header(line, format!("'{key}' given twice")));
+            return Err(header(line, format!("{} given twice", quoted(key))));
         }
     }
     if map_line == 0 {
@@ -184,7 +263,7 @@ pub fn parse_map(bytes: &[u8], file: &str) -> Result<CostField, MapError> {
     }
     match kind.as_deref() {
         Some("octile") => {}
-        Some(other) => return Err(header(1, format!("type '{other}' is not 'octile'"))),
+        Some(other) => return Err(header(1, format!("type {} is not 'octile'", quoted(other)))),
         None => return Err(header(1, "no 'type' line".into())),
     }
     let (w, wl) = width.ok_or_else(|| header(map_line, "no 'width' line".into()))?;
@@ -282,7 +361,7 @@ pub fn parse_map(bytes: &[u8], file: &str) -> Result<CostField, MapError> {
 /// Read a `.map` file from disk. O(file size).
 pub fn read_map(path: impl AsRef<Path>) -> Result<CostField, MapError> {
     let path = path.as_ref();
-    parse_map(&read(path)?, &path.display().to_string())
+    parse_map(&read(path, map_bytes_needed)?, &path.display().to_string())
 }
 
 /// The `.map` text of a cost field: `.` for cost 1, `@` for walls, digits for 2–9.
@@ -474,13 +553,13 @@ pub fn parse_scen(bytes: &[u8], file: &str) -> Result<Vec<Scenario>, MapError> {
         }
         let int = |i: usize, name: &str| -> Result<u32, MapError> {
             f[i].parse::<u32>()
-                .map_err(|_| bad(format!("{name} '{}' is not a whole number", f[i])))
+                .map_err(|_| bad(format!("{name} {} is not a whole number", quoted(f[i]))))
         };
         let optimal: f64 = f[8]
             .parse()
             .ok()
             .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| bad(format!("optimal length '{}' is not a number", f[8])))?;
+            .ok_or_else(|| bad(format!("optimal length {} is not a number", quoted(f[8]))))?;
         let sc = Scenario {
             line,
             bucket: int(0, "bucket")?,
@@ -499,7 +578,10 @@ pub fn parse_scen(bytes: &[u8], file: &str) -> Result<Vec<Scenario>, MapError> {
 /// Read a `.scen` file from disk. O(file size).
 pub fn read_scen(path: impl AsRef<Path>) -> Result<Vec<Scenario>, MapError> {
     let path = path.as_ref();
-    parse_scen(&read(path)?, &path.display().to_string())
+    parse_scen(
+        &read(path, |_| MAX_SCEN_BYTES)?,
+        &path.display().to_string(),
+    )
 }
 
 #[cfg(test)]
