@@ -116,6 +116,10 @@ pub(crate) mod simd_test {
     }
 }
 
+/// The `glam` horde's positions and cells are in (0.33, the version Bevy 0.20 uses): use it
+/// through `horde::glam` to get the matching version.
+pub use glam;
+
 pub use astar::{AStar, AStarError, Path};
 pub use coarse::{CoarseError, CoarseField, CoarseWalk};
 pub use cost::{CostEdit, CostError, CostField, CostModel, PLAIN, Shape, WALL};
