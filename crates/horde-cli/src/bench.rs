@@ -588,22 +588,29 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The tests' scene: a generated 60 x 40 map, its central goal and the cells that reach it.
+#[cfg(test)]
+pub fn scene() -> (CostField, UVec2, usize) {
+    let cost = horde::maps::scattered_map(60, 40, 3).unwrap();
+    let goal = central_goal(&cost).unwrap();
+    let field = IntegrationBuilder::new()
+        .build(&cost, &[goal], CostModel::TenFourteen)
+        .unwrap();
+    let reachable = field
+        .values()
+        .iter()
+        .filter(|&&v| v != horde::UNREACHABLE)
+        .count();
+    (cost, goal, reachable)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn bfs_reaches_what_the_wave_reaches() {
-        let cost = horde::maps::scattered_map(60, 40, 3).unwrap();
-        let goal = central_goal(&cost).unwrap();
-        let field = IntegrationBuilder::new()
-            .build(&cost, &[goal], CostModel::TenFourteen)
-            .unwrap();
-        let reachable = field
-            .values()
-            .iter()
-            .filter(|&&v| v != horde::UNREACHABLE)
-            .count();
+        let (cost, goal, reachable) = scene();
         assert_eq!(Bfs::new(&cost).run(goal), reachable);
     }
 }

@@ -81,20 +81,10 @@ pub fn bracket_dijkstra_map(cost: &CostField, goal: UVec2, model: CostModel) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use horde::IntegrationBuilder;
 
     #[test]
     fn peers_reach_what_the_wave_reaches() {
-        let cost = horde::maps::scattered_map(60, 40, 3).unwrap();
-        let goal = crate::bench::central_goal(&cost).unwrap();
-        let field = IntegrationBuilder::new()
-            .build(&cost, &[goal], CostModel::TenFourteen)
-            .unwrap();
-        let reachable = field
-            .values()
-            .iter()
-            .filter(|&&v| v != horde::UNREACHABLE)
-            .count();
+        let (cost, goal, reachable) = crate::bench::scene();
         assert_eq!(
             pathfinding_dijkstra_all(&cost, goal, CostModel::TenFourteen) + 1,
             reachable

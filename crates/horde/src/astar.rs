@@ -11,6 +11,7 @@ use crate::grid::{Dir8, GridError};
 
 /// Why a query was refused.
 #[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
 pub enum AStarError {
     /// Start outside the map.
     #[error("start: {0}")]

@@ -19,6 +19,7 @@ use crate::integration::{IntegrationBuilder, IntegrationError, IntegrationField,
 
 /// Why a coarse field could not be built.
 #[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
 pub enum CoarseError {
     /// A factor below 2 or above 64.
     #[error("coarse factor {0} is not allowed: use 2 to 64 map cells per coarse cell side")]

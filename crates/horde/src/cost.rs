@@ -12,6 +12,7 @@ pub const PLAIN: u8 = 1;
 
 /// Why a cost edit was refused. Nothing is changed when an edit is refused.
 #[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
 pub enum CostError {
     /// The cell or rectangle lies (partly) outside the grid.
     #[error(transparent)]
@@ -718,6 +719,18 @@ mod tests {
             !f.can_step(UVec2::new(1, 0), Dir8::S),
             "walls cannot be left"
         );
+    }
+
+    #[test]
+    fn raw_values_convert_to_cost_units() {
+        assert_eq!(CostModel::TenFourteen.to_cost(14), 14.0);
+        assert_eq!(CostModel::Octile.to_cost(3 * 13_860), 3.0);
+        let diagonal = CostModel::Octile.to_cost(CostModel::Octile.diagonal());
+        assert!(
+            (diagonal - std::f64::consts::SQRT_2).abs() < 2e-9,
+            "{diagonal}"
+        );
+        assert_eq!(CostModel::Octile.to_cost(0), 0.0);
     }
 
     #[test]

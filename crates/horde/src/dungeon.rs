@@ -99,6 +99,7 @@ impl Default for DungeonConfig {
 
 /// Why a dungeon could not be built.
 #[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
 pub enum DungeonError {
     /// A map side of 0 (or beyond the grid limits).
     #[error("dungeon size {width}x{height} is not allowed: {reason}")]

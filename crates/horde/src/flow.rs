@@ -29,6 +29,7 @@ pub const FLOW_WALL: u8 = 255;
 
 /// Why a flow field could not be built.
 #[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
 pub enum FlowError {
     /// The builder has not built an integration field yet (or its last build failed).
     #[error("the integration builder holds no field: build one before deriving a flow field")]

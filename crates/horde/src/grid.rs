@@ -15,6 +15,7 @@ pub const MAX_CELLS: u64 = 1 << 30;
 
 /// Why a grid or a cell was refused.
 #[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
 pub enum GridError {
     /// Zero width or height.
     #[error("grid size {width}x{height} is empty: both sides must be at least 1")]

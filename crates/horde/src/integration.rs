@@ -30,6 +30,7 @@ pub const UNREACHABLE: u32 = u32::MAX;
 
 /// Why a field could not be built. Nothing is written to the output on error.
 #[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
 pub enum IntegrationError {
     /// The goal list is empty.
     #[error("no goal given: a field needs at least one goal cell")]

@@ -20,6 +20,7 @@ use crate::integration::{IntegrationField, UNREACHABLE};
 /// What is wrong with a map or scenario file. `line` is 1-based; `file` is the name given to
 /// the parser (a path, or something like `<built-in>`).
 #[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
 pub enum MapError {
     /// The file could not be read.
     #[error("{file}: cannot read: {reason}")]

@@ -39,6 +39,7 @@ use crate::integration::{IntegrationBuilder, IntegrationError, IntegrationField,
 
 /// Why a repair or a cache request failed.
 #[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
 pub enum LiveError {
     /// Building or repairing the field failed (bad goal, overflow).
     #[error(transparent)]

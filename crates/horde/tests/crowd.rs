@@ -9,6 +9,13 @@ use horde::crowd::{AgentParams, AgentState, Crowd, CrowdConfig, Group};
 use horde::{CostField, CostModel, FlowField, Grid, IntegrationBuilder, IntegrationField, WALL};
 use proptest::prelude::*;
 
+fn pool_of(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+}
+
 fn fields(cost: &CostField, goal: UVec2) -> (IntegrationField, FlowField) {
     let mut b = IntegrationBuilder::new();
     let i = b.build(cost, &[goal], CostModel::TenFourteen).unwrap();
@@ -289,10 +296,7 @@ fn run_door(threads: usize) -> (Vec<u32>, usize, f32, Vec<f32>) {
         flow: &flow,
         goal: cost.grid().cell_center(goal),
     }];
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .unwrap();
+    let pool = pool_of(threads);
     let mut steps = 0;
     let mut worst_overlap = 0f32;
     let mut crossed = vec![f32::NAN; handles.len()];
@@ -392,10 +396,7 @@ fn run_ten_thousand(threads: usize) -> Vec<u32> {
         flow: &flow,
         goal: cost.grid().cell_center(goal),
     }];
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .unwrap();
+    let pool = pool_of(threads);
     pool.install(|| {
         for _ in 0..80 {
             crowd.step(0.05, &cost, &groups).unwrap();

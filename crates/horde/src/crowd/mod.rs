@@ -53,6 +53,7 @@ use walls::*;
 
 /// Why a crowd call was refused. Nothing changes when a call is refused.
 #[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
 pub enum CrowdError {
     /// A position, velocity or parameter that is NaN or infinite, or out of its range.
     #[error("{what} = {value} is not allowed: {reason}")]
