@@ -556,51 +556,9 @@ pub fn field_picture(
     Ok((c, legend))
 }
 
-/// Read a greyscale PNG as a cost field: black is wall, white is cost 1, grey is costlier the
-/// darker it is (1 + (255 − v) / 255 × 253). Colour images, and images with more than
-/// `max_cells` pixels, are refused before their pixels are decoded.
+/// Read a greyscale PNG as a cost field (`horde::io::read_png_map`).
 pub fn read_heightmap(path: &str, max_cells: u64) -> Result<CostField> {
-    let file = std::fs::File::open(path).with_context(|| format!("{path}: cannot read"))?;
-    let mut decoder = png::Decoder::new(std::io::BufReader::new(file));
-    decoder.set_transformations(png::Transformations::STRIP_16 | png::Transformations::EXPAND);
-    let info = decoder
-        .read_header_info()
-        .with_context(|| format!("{path}: not a PNG"))?;
-    let (w, h) = (info.width, info.height);
-    // The grid's own limits and `--max-cells`, both before a pixel is decoded.
-    let grid = horde::Grid::new(w, h).with_context(|| path.to_string())?;
-    if w as u64 * h as u64 > max_cells {
-        bail!(
-            "{path}: image of {w}x{h} = {} cells exceeds --max-cells {max_cells}",
-            w as u64 * h as u64
-        );
-    }
-    match info.color_type {
-        png::ColorType::Grayscale | png::ColorType::GrayscaleAlpha => {}
-        other => bail!(
-            "{path}: {other:?} image: a map must be greyscale (black wall, white ground, grey terrain)"
-        ),
-    }
-    let mut reader = decoder
-        .read_info()
-        .with_context(|| format!("{path}: bad PNG"))?;
-    let mut buf = vec![0; reader.output_buffer_size().context("image too large")?];
-    let frame = reader
-        .next_frame(&mut buf)
-        .with_context(|| format!("{path}: bad PNG data"))?;
-    let channels = frame.color_type.samples();
-    let costs: Vec<u8> = buf[..frame.buffer_size()]
-        .chunks_exact(channels)
-        .map(|px| {
-            let v = px[0] as u32;
-            if v == 0 {
-                WALL
-            } else {
-                (1 + ((255 - v) * 253 + 127) / 255) as u8
-            }
-        })
-        .collect();
-    Ok(CostField::from_costs(grid, costs)?)
+    Ok(horde::io::read_png_map(path, max_cells)?)
 }
 
 /// Writes an animated GIF frame by frame: each frame is stored as the difference from the one

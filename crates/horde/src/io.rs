@@ -25,6 +25,9 @@ pub enum MapError {
     /// The file could not be read.
     #[error("{file}: cannot read: {reason}")]
     Io { file: String, reason: String },
+    /// An image that is not a PNG, is damaged, is in colour, or describes more cells than allowed.
+    #[error("{file}: {reason}")]
+    Image { file: String, reason: String },
     /// A line that is not valid UTF-8 text.
     #[error("{file}:{line}: not text (invalid UTF-8)")]
     NotText { file: String, line: usize },
@@ -583,6 +586,88 @@ pub fn read_scen(path: impl AsRef<Path>) -> Result<Vec<Scenario>, MapError> {
         &read(path, |_| MAX_SCEN_BYTES)?,
         &path.display().to_string(),
     )
+}
+
+/// A greyscale PNG as a cost field: black is wall, white is cost 1, grey is costlier the darker
+/// it is (1 + (255 − v) / 255 × 253, rounded). Colour images, images larger than the grid's
+/// limits and images of more than `max_cells` pixels are refused from their header, before a
+/// pixel is decoded. O(pixels); the decoded image costs 1–2 bytes per pixel while it is read.
+///
+/// ```
+/// // A 2 x 1 greyscale PNG: a black pixel (wall) and a white one (plain ground).
+/// let mut bytes = Vec::new();
+/// let mut enc = png::Encoder::new(&mut bytes, 2, 1);
+/// enc.set_color(png::ColorType::Grayscale);
+/// enc.write_header().unwrap().write_image_data(&[0, 255]).unwrap();
+/// let cost = horde::io::parse_png_map(&bytes, "tiny.png", 1 << 20).unwrap();
+/// assert_eq!(cost.costs(), &[horde::WALL, 1]);
+/// ```
+#[cfg(feature = "png")]
+#[cfg_attr(docsrs, doc(cfg(feature = "png")))]
+pub fn parse_png_map(bytes: &[u8], file: &str, max_cells: u64) -> Result<CostField, MapError> {
+    let bad = |reason: String| MapError::Image {
+        file: file.to_owned(),
+        reason,
+    };
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    decoder.set_transformations(png::Transformations::STRIP_16 | png::Transformations::EXPAND);
+    let info = decoder
+        .read_header_info()
+        .map_err(|e| bad(format!("not a PNG: {e}")))?;
+    let (w, h) = (info.width, info.height);
+    // The grid's own limits and `max_cells`, both before a pixel is decoded.
+    let grid = Grid::new(w, h).map_err(|e| bad(e.to_string()))?;
+    if w as u64 * h as u64 > max_cells {
+        return Err(bad(format!(
+            "image of {w}x{h} = {} cells exceeds --max-cells {max_cells}",
+            w as u64 * h as u64
+        )));
+    }
+    match info.color_type {
+        png::ColorType::Grayscale | png::ColorType::GrayscaleAlpha => {}
+        other => {
+            return Err(bad(format!(
+                "{other:?} image: a map must be greyscale (black wall, white ground, grey terrain)"
+            )));
+        }
+    }
+    let mut reader = decoder
+        .read_info()
+        .map_err(|e| bad(format!("bad PNG: {e}")))?;
+    let size = reader
+        .output_buffer_size()
+        .ok_or_else(|| bad("image too large".into()))?;
+    let mut buf = vec![0; size];
+    let frame = reader
+        .next_frame(&mut buf)
+        .map_err(|e| bad(format!("bad PNG data: {e}")))?;
+    let channels = frame.color_type.samples();
+    let costs: Vec<u8> = buf[..frame.buffer_size()]
+        .chunks_exact(channels)
+        .map(|px| {
+            let v = px[0] as u32;
+            if v == 0 {
+                WALL
+            } else {
+                (1 + ((255 - v) * 253 + 127) / 255) as u8
+            }
+        })
+        .collect();
+    if costs.len() != grid.len() {
+        return Err(bad(format!("{} pixels for a {w}x{h} image", costs.len())));
+    }
+    CostField::from_costs(grid, costs).map_err(|e| bad(e.to_string()))
+}
+
+/// [`parse_png_map`] of a file, read up to the size its header allows. O(pixels).
+#[cfg(feature = "png")]
+#[cfg_attr(docsrs, doc(cfg(feature = "png")))]
+pub fn read_png_map(path: impl AsRef<Path>, max_cells: u64) -> Result<CostField, MapError> {
+    let path = path.as_ref();
+    // A PNG compresses: at most the raw pixels (two bytes each, with alpha) plus a little per
+    // row and chunk, for the largest image allowed.
+    let cap = |_: &[u8]| 2 * max_cells.min(MAX_CELLS) + 8 * MAX_SIDE as u64 + (1 << 20);
+    parse_png_map(&read(path, cap)?, &path.display().to_string(), max_cells)
 }
 
 #[cfg(test)]
