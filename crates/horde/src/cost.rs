@@ -722,6 +722,38 @@ mod tests {
     }
 
     #[test]
+    fn inflation_walls_the_cells_nearer_than_the_radius() {
+        // One wall in the middle of an 11 x 11 map, grown by 1.5: a cell is walled when its
+        // square comes nearer than 1.5 to the wall's centre (the gap to its nearest point).
+        let mut cost = field(11, 11);
+        cost.set(UVec2::new(5, 5), WALL).unwrap();
+        let big = cost.inflated(1.5).unwrap();
+        let walled =
+            |dx: i32, dy: i32| big.get(UVec2::new((5 + dx) as u32, (5 + dy) as u32)) == Some(WALL);
+        assert!(
+            walled(1, 0) && walled(1, 1) && walled(0, -1),
+            "gaps 0.5 and 0.71"
+        );
+        assert!(
+            walled(2, 0) == (1.5f32 < 1.5),
+            "gap 1.5 is not nearer than 1.5"
+        );
+        assert!(!walled(2, 1) && !walled(2, 2) && !walled(0, 3));
+        // The map's edge counts as a wall too: its outer ring of 40 cells is 0.5 from it.
+        assert_eq!(
+            big.walkable_count(),
+            121 - 40 - 9,
+            "the ring, the wall and its neighbours"
+        );
+        // Grown by 0.9, the second ring is 1.5 from every edge: open on all four sides.
+        let small = cost.inflated(0.9).unwrap();
+        for (x, y) in [(1, 5), (9, 5), (5, 1), (5, 9), (1, 1), (9, 9)] {
+            assert_eq!(small.get(UVec2::new(x, y)), Some(1), "({x}, {y})");
+        }
+        assert_eq!(small.get(UVec2::new(0, 5)), Some(WALL));
+    }
+
+    #[test]
     fn raw_values_convert_to_cost_units() {
         assert_eq!(CostModel::TenFourteen.to_cost(14), 14.0);
         assert_eq!(CostModel::Octile.to_cost(3 * 13_860), 3.0);

@@ -123,6 +123,10 @@ impl IntegrationField {
     /// let flow = FlowField::from_integration(&cost, &flee).unwrap();
     /// assert_eq!(flow.dir(UVec2::new(3, 0)), Some(Dir8::E)); // away from the threat
     /// assert!(flow.is_goal(UVec2::new(8, 0))); // the farthest cell is where fleeing ends
+    /// // A factor must be a finite number above 0.
+    /// for bad in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+    ///     assert!(threat.flee_seeds(bad).is_err(), "{bad}");
+    /// }
     /// ```
     pub fn flee_seeds(&self, factor: f32) -> Result<Vec<(UVec2, u32)>, IntegrationError> {
         if !(factor.is_finite() && factor > 0.0) {
