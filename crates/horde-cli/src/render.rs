@@ -556,11 +556,6 @@ pub fn field_picture(
     Ok((c, legend))
 }
 
-/// Read a greyscale PNG as a cost field (`horde::io::read_png_map`).
-pub fn read_heightmap(path: &str, max_cells: u64) -> Result<CostField> {
-    Ok(horde::io::read_png_map(path, max_cells)?)
-}
-
 /// Writes an animated GIF frame by frame: each frame is stored as the difference from the one
 /// before (unchanged pixels transparent), so moving dots over a still map stay small.
 pub struct GifWriter {

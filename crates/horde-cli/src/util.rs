@@ -37,16 +37,15 @@ pub const MAX_SCALE: u64 = 64;
 pub fn count_in(lo: u64, hi: u64) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync {
     move |s: &str| {
         let t = s.trim();
-        if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
-            match t.parse::<u64>() {
-                Ok(v) if (lo..=hi).contains(&v) => return Ok(v as usize),
-                _ if t.len() > hi.to_string().len() || t.parse::<u64>().is_ok_and(|v| v > hi) => {
-                    return Err(format!("too large (at most {hi})"));
-                }
-                _ => return Err(format!("too small (at least {lo})")),
-            }
+        if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!("not a whole number (allowed: {lo} to {hi})"));
         }
-        Err(format!("not a whole number (allowed: {lo} to {hi})"))
+        // Digits only: a parse can fail only by overflowing u64, which is too large too.
+        match t.parse::<u64>() {
+            Ok(v) if v < lo => Err(format!("too small (at least {lo})")),
+            Ok(v) if v <= hi => Ok(v as usize),
+            _ => Err(format!("too large (at most {hi})")),
+        }
     }
 }
 
@@ -97,7 +96,7 @@ pub fn load_map(arg: &str) -> Result<(CostField, String)> {
     }
     if arg.to_ascii_lowercase().ends_with(".png") {
         let cells = *IMAGE_CELLS.get().unwrap_or(&MAX_IMAGE_CELLS);
-        return Ok((crate::render::read_heightmap(arg, cells)?, arg.to_owned()));
+        return Ok((horde::io::read_png_map(arg, cells)?, arg.to_owned()));
     }
     let cost = horde::io::read_map(arg)?;
     Ok((cost, arg.to_owned()))
