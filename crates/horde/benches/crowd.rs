@@ -29,11 +29,7 @@ const STEPS: u32 = 4;
 /// lays a lattice whose spacing depends on the map's width).
 fn spread_crowd(cost: &CostField, n: usize, warm: usize) -> (Crowd, FlowField, Vec2) {
     let (w, h) = (cost.grid().width(), cost.grid().height());
-    let goal = (0..cost.grid().len())
-        .map(|i| cost.grid().cell(i))
-        .filter(|&p| cost.is_walkable(p))
-        .min_by_key(|p| p.x.abs_diff(w / 2) + p.y.abs_diff(h / 2))
-        .unwrap();
+    let goal = cost.nearest_walkable(UVec2::new(w / 2, h / 2)).unwrap();
     let mut b = IntegrationBuilder::new();
     b.build(cost, &[goal], CostModel::TenFourteen).unwrap();
     let mut flow = FlowField::new(*cost.grid());

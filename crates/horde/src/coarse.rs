@@ -1,4 +1,5 @@
-//! Coarse fields for far-away groups (seed 000's third remedy): the same integration and flow
+//! Coarse fields for far-away groups (a hierarchy of resolutions, the usual remedy for fields
+//! over huge maps): the same integration and flow
 //! fields over a grid whose cells each cover `factor × factor` map cells, so a build costs about
 //! `1 / factor²` of a full one, and units read them with interpolation.
 //!

@@ -43,7 +43,8 @@ pub enum CostError {
 /// cost of the cell the unit steps *from*.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum CostModel {
-    /// The seed's integers: 10 straight, 14 diagonal. Values are reported as those integers.
+    /// The classic integer costs: 10 straight, 14 diagonal. Values are reported as those
+    /// integers.
     #[default]
     TenFourteen,
     /// 1 straight and √2 diagonal (the Moving AI convention), held in fixed point:
@@ -341,6 +342,69 @@ impl CostField {
     /// True if the cell is on the grid and not a wall.
     pub fn is_walkable(&self, cell: UVec2) -> bool {
         self.get(cell).is_some_and(|c| c != WALL)
+    }
+
+    /// The walkable cell nearest `target` (a cell, which may lie off the grid): the least
+    /// squared Euclidean distance between cell coordinates, ties going to the lower row, then
+    /// the lower column. `None` if the map has no walkable cell.
+    ///
+    /// Searches square rings round `target` outwards and stops once no ring can hold a nearer
+    /// cell: O(r²) for a nearest cell `r` cells away, O(cells) at most.
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::{CostField, Grid, WALL};
+    ///
+    /// let mut cost = CostField::new(Grid::new(9, 9)?);
+    /// cost.fill_rect(UVec2::new(2, 2), UVec2::new(6, 6), WALL)?;
+    /// // The middle is walled in a 5 × 5 block: (4, 1) and (1, 4) are both 3 away; row 1 wins.
+    /// assert_eq!(cost.nearest_walkable(UVec2::new(4, 4)), Some(UVec2::new(4, 1)));
+    /// assert_eq!(cost.nearest_walkable(UVec2::new(0, 0)), Some(UVec2::new(0, 0)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn nearest_walkable(&self, target: UVec2) -> Option<UVec2> {
+        let (w, h) = (self.grid.width() as i64, self.grid.height() as i64);
+        let (tx, ty) = (target.x as i64, target.y as i64);
+        let distance2 = |x: i64, y: i64| (x - tx).pow(2) + (y - ty).pow(2);
+        let mut best: Option<(i64, i64, i64)> = None;
+        // Rings from the first that touches the grid, until the ring's nearest possible cell
+        // is further than the best found, or the ring lies wholly beyond the grid.
+        let first = (tx - (w - 1)).max(ty - (h - 1)).max(0);
+        let reach = (tx.max(w - 1 - tx)).max(ty.max(h - 1 - ty));
+        for d in first..=reach {
+            if best.is_some_and(|(b, _, _)| b < d * d) {
+                break;
+            }
+            let (y0, y1) = ((ty - d).max(0), (ty + d).min(h - 1));
+            for y in y0..=y1 {
+                // The whole row on the ring's top and bottom edges, the two ends elsewhere.
+                let xs: &[i64] = if y == ty - d || y == ty + d {
+                    &[]
+                } else {
+                    &[tx - d, tx + d]
+                };
+                let mut offer = |x: i64| {
+                    if x < 0 || x >= w {
+                        return;
+                    }
+                    if self.costs[(y * w + x) as usize] == WALL {
+                        return;
+                    }
+                    let key = (distance2(x, y), y, x);
+                    if best.is_none_or(|b| key < b) {
+                        best = Some(key);
+                    }
+                };
+                if xs.is_empty() {
+                    for x in (tx - d).max(0)..=(tx + d).min(w - 1) {
+                        offer(x);
+                    }
+                } else {
+                    xs.iter().for_each(|&x| offer(x));
+                }
+            }
+        }
+        best.map(|(_, y, x)| UVec2::new(x as u32, y as u32))
     }
 
     /// Number of cells that are not walls. O(cells).
@@ -692,6 +756,48 @@ mod tests {
 
     fn field(w: u32, h: u32) -> CostField {
         CostField::new(Grid::new(w, h).unwrap())
+    }
+
+    #[test]
+    fn nearest_walkable_is_the_nearest_of_all_cells_ties_to_the_lower_row() {
+        let mut s = 0x5eed_u64;
+        let mut next = move |n: u64| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s % n
+        };
+        for round in 0..400 {
+            let (w, h) = (1 + next(24) as u32, 1 + next(24) as u32);
+            let mut cost = field(w, h);
+            // From nothing walled to everything walled.
+            let walls = next(101);
+            for y in 0..h {
+                for x in 0..w {
+                    if next(100) < walls {
+                        cost.set(UVec2::new(x, y), WALL).unwrap();
+                    }
+                }
+            }
+            // Targets on the grid and off it, near and far.
+            let target = match round % 3 {
+                0 => UVec2::new(next(w as u64) as u32, next(h as u64) as u32),
+                1 => UVec2::new(next(3 * w as u64) as u32, next(3 * h as u64) as u32),
+                _ => UVec2::new(u32::MAX - next(5) as u32, next(h as u64) as u32),
+            };
+            let brute = (0..cost.grid().len())
+                .map(|i| cost.grid().cell(i))
+                .filter(|&c| cost.is_walkable(c))
+                .min_by_key(|c| {
+                    let (dx, dy) = (c.x as i64 - target.x as i64, c.y as i64 - target.y as i64);
+                    (dx * dx + dy * dy, c.y, c.x)
+                });
+            assert_eq!(
+                cost.nearest_walkable(target),
+                brute,
+                "round {round}: {w}x{h}, target {target}"
+            );
+        }
     }
 
     #[test]

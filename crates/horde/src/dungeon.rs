@@ -1,5 +1,5 @@
-//! Procedural dungeons, after seed 004: rooms placed at random without overlap, joined by the
-//! minimum spanning tree of their Delaunay triangulation (plus a few extra edges for loops), each
+//! Procedural dungeons in the manner of TinyKeep's generator: rooms placed at random without
+//! overlap, joined by the minimum spanning tree of their Delaunay triangulation (plus a few extra edges for loops), each
 //! edge carved as a corridor by horde's own A* with a soft penalty for crossing other rooms.
 //!
 //! The same seed and config give the same dungeon on every run and platform (PCG random numbers,
@@ -46,8 +46,8 @@ impl Tile {
     }
 }
 
-/// How to build a dungeon. `Default` is seed 004's: 100 × 100 tiles, 12 rooms, step 10, +500 for
-/// stepping onto another room's floor.
+/// How to build a dungeon. `Default` is a 100 × 100 m level of 1 m tiles: 12 rooms, step 10,
+/// +500 for stepping onto another room's floor.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DungeonConfig {
     /// Map width in tiles.
@@ -418,7 +418,7 @@ pub fn generate(config: &DungeonConfig, seed: u64) -> Result<Dungeon, DungeonErr
 
     // 4. Corridors, tree edges first. A* runs from the target room back to the source: horde
     // prices a step by the cell left, so the reversed search charges exactly the tiles stepped
-    // onto, as the seed does.
+    // onto (a corridor pays for the tiles it digs).
     let mut astar = AStar::new().four_connected(true);
     let mut corridors = Vec::with_capacity(tree.len() + extra.len());
     let mut line = Vec::new();

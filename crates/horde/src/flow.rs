@@ -205,8 +205,8 @@ impl FlowField {
     }
 
     /// [`Self::sample_bilinear`], inlined where a hot loop calls it once per unit (the crowd
-    /// step); the public call stays out of line, which measured faster where a user's loop
-    /// does little else.
+    /// step); the public call stays out of line, so that a user's loop that calls it and does
+    /// little else stays small.
     #[inline(always)]
     pub(crate) fn bilinear(&self, pos: Vec2) -> FlowSample {
         // The cell under the position, as `world_to_cell` finds it, from the one grid position.
@@ -290,167 +290,8 @@ impl FlowField {
     }
 }
 
-impl FlowField {
-    /// [`Self::bilinear`] of eight positions at once, in AVX2, for the crowd's step: for every
-    /// lane whose bit is set in the returned mask, the direction `(xs[l], ys[l])` with the same
-    /// bits as `bilinear` (the same operations in the same order, none fused). The other lanes,
-    /// the rare ones, are left for `bilinear`: off the map, on a cell without an arrow, with a
-    /// corner off the map or on a goal.
-    ///
-    /// About 92 instructions for the eight, under a fifth of eight calls of `bilinear` (whose
-    /// common path is already free of branches), and the eight lanes' arithmetic runs side by
-    /// side. O(1).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    pub(crate) fn bilinear8(&self, pos: &[Vec2; 8], xs: &mut [f32; 8], ys: &mut [f32; 8]) -> u32 {
-        use std::arch::x86_64::*;
-        let cells = &self.cells[..];
-        // Every gather reads 4 bytes from its offset: offsets past this are refused.
-        let Some(last_read) = cells.len().checked_sub(4) else {
-            return 0;
-        };
-        let last_read = _mm256_set1_epi32(last_read as i32);
-        // SAFETY: reads 16 floats from an array of 8 `Vec2` (two floats each, no padding).
-        let (a, b) = unsafe {
-            let at = pos.as_ptr().cast::<f32>();
-            (_mm256_loadu_ps(at), _mm256_loadu_ps(at.add(8)))
-        };
-        // x0 x1 x4 x5 | x2 x3 x6 x7, then in order.
-        let order = |v: __m256| {
-            _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(v)))
-        };
-        let px = order(_mm256_shuffle_ps::<0b10_00_10_00>(a, b));
-        let py = order(_mm256_shuffle_ps::<0b11_01_11_01>(a, b));
-        let g = &self.grid;
-        let inv = _mm256_set1_ps(g.inv_cell_size());
-        let (ox, oy) = (_mm256_set1_ps(g.origin().x), _mm256_set1_ps(g.origin().y));
-        // `world_to_grid`, then `axis_cell` of each axis.
-        let (gx, gy) = (
-            _mm256_mul_ps(_mm256_sub_ps(px, ox), inv),
-            _mm256_mul_ps(_mm256_sub_ps(py, oy), inv),
-        );
-        let zero = _mm256_setzero_ps();
-        let (w, h) = (g.width() as i32, g.height() as i32);
-        let (wv, hv) = (_mm256_set1_epi32(w), _mm256_set1_epi32(h));
-        let minus_one = _mm256_set1_epi32(-1);
-        let (hx, hy) = (_mm256_cvttps_epi32(gx), _mm256_cvttps_epi32(gy));
-        // False for NaN, as `g >= 0.0` is; an out-of-range truncation is i32::MIN, refused.
-        let on = _mm256_and_si256(
-            _mm256_castps_si256(_mm256_and_ps(
-                _mm256_cmp_ps::<_CMP_GE_OQ>(gx, zero),
-                _mm256_cmp_ps::<_CMP_GE_OQ>(gy, zero),
-            )),
-            _mm256_and_si256(
-                _mm256_and_si256(
-                    _mm256_cmpgt_epi32(wv, hx),
-                    _mm256_cmpgt_epi32(hx, minus_one),
-                ),
-                _mm256_and_si256(
-                    _mm256_cmpgt_epi32(hv, hy),
-                    _mm256_cmpgt_epi32(hy, minus_one),
-                ),
-            ),
-        );
-        let here_at = _mm256_add_epi32(_mm256_mullo_epi32(hy, wv), hx);
-        // Only lanes on the map gather; the others read offset 0.
-        let readable =
-            |at: __m256i, ok: __m256i| _mm256_andnot_si256(_mm256_cmpgt_epi32(at, last_read), ok);
-        let on = readable(here_at, on);
-        let byte = _mm256_set1_epi32(0xff);
-        // SAFETY: every offset is 0 or checked above to leave 4 bytes in `cells`.
-        let here = unsafe {
-            _mm256_i32gather_epi32::<1>(cells.as_ptr().cast(), _mm256_and_si256(here_at, on))
-        };
-        let here = _mm256_and_si256(here, byte);
-        let arrow = _mm256_cmpgt_epi32(_mm256_set1_epi32(8), here);
-        // The corners: as `bilinear`, (g + 1) truncated less 1 is the floor of g.
-        let half = _mm256_set1_ps(0.5);
-        let one = _mm256_set1_ps(1.0);
-        let (gx, gy) = (_mm256_sub_ps(gx, half), _mm256_sub_ps(gy, half));
-        let ones = _mm256_set1_epi32(1);
-        let bx = _mm256_sub_epi32(_mm256_cvttps_epi32(_mm256_add_ps(gx, one)), ones);
-        let by = _mm256_sub_epi32(_mm256_cvttps_epi32(_mm256_add_ps(gy, one)), ones);
-        let (fx, fy) = (
-            _mm256_sub_ps(gx, _mm256_cvtepi32_ps(bx)),
-            _mm256_sub_ps(gy, _mm256_cvtepi32_ps(by)),
-        );
-        let (ux, uy) = (_mm256_sub_ps(one, fx), _mm256_sub_ps(one, fy));
-        let weights = [
-            _mm256_mul_ps(ux, uy),
-            _mm256_mul_ps(fx, uy),
-            _mm256_mul_ps(ux, fy),
-            _mm256_mul_ps(fx, fy),
-        ];
-        let inside = _mm256_and_si256(
-            _mm256_and_si256(
-                _mm256_cmpgt_epi32(bx, minus_one),
-                _mm256_cmpgt_epi32(_mm256_sub_epi32(wv, ones), bx),
-            ),
-            _mm256_and_si256(
-                _mm256_cmpgt_epi32(by, minus_one),
-                _mm256_cmpgt_epi32(_mm256_sub_epi32(hv, ones), by),
-            ),
-        );
-        let top_at = _mm256_add_epi32(_mm256_mullo_epi32(by, wv), bx);
-        let bottom_at = _mm256_add_epi32(top_at, wv);
-        let ok = _mm256_and_si256(_mm256_and_si256(on, arrow), inside);
-        let ok = readable(bottom_at, ok);
-        // SAFETY: as above (and the top row's offset is below the bottom row's).
-        let (top, bottom) = unsafe {
-            let at = cells.as_ptr().cast();
-            (
-                _mm256_i32gather_epi32::<1>(at, _mm256_and_si256(top_at, ok)),
-                _mm256_i32gather_epi32::<1>(at, _mm256_and_si256(bottom_at, ok)),
-            )
-        };
-        let corner_bytes = [
-            _mm256_and_si256(top, byte),
-            _mm256_and_si256(_mm256_srli_epi32::<8>(top), byte),
-            _mm256_and_si256(bottom, byte),
-            _mm256_and_si256(_mm256_srli_epi32::<8>(bottom), byte),
-        ];
-        let goal = _mm256_set1_epi32(FLOW_GOAL as i32);
-        let mut near_goal = _mm256_setzero_si256();
-        for b in corner_bytes {
-            near_goal = _mm256_or_si256(near_goal, _mm256_cmpeq_epi32(b, goal));
-        }
-        let ok = _mm256_andnot_si256(near_goal, ok);
-        let table = ARROW_OF_BYTE.as_ptr().cast::<f32>();
-        // SAFETY: every byte is at most 255, so both floats of `ARROW_OF_BYTE[b]` lie inside
-        // the table of 256 `Vec2`.
-        let arrow_of = |b: __m256i| unsafe {
-            let at = _mm256_add_epi32(b, b);
-            (
-                _mm256_i32gather_ps::<4>(table, at),
-                _mm256_i32gather_ps::<4>(table, _mm256_add_epi32(at, ones)),
-            )
-        };
-        let (mut sx, mut sy) = (zero, zero);
-        for (b, wgt) in corner_bytes.into_iter().zip(weights) {
-            let (ax, ay) = arrow_of(b);
-            sx = _mm256_add_ps(sx, _mm256_mul_ps(ax, wgt));
-            sy = _mm256_add_ps(sy, _mm256_mul_ps(ay, wgt));
-        }
-        let (own_x, own_y) = arrow_of(_mm256_and_si256(here, ok));
-        let length2 = _mm256_add_ps(_mm256_mul_ps(sx, sx), _mm256_mul_ps(sy, sy));
-        let scale = _mm256_div_ps(one, _mm256_sqrt_ps(length2));
-        let (dx, dy) = (_mm256_mul_ps(sx, scale), _mm256_mul_ps(sy, scale));
-        let along = _mm256_add_ps(_mm256_mul_ps(dx, own_x), _mm256_mul_ps(dy, own_y));
-        let blend = _mm256_and_ps(
-            _mm256_cmp_ps::<_CMP_GT_OQ>(length2, _mm256_set1_ps(1e-6)),
-            _mm256_cmp_ps::<_CMP_GE_OQ>(along, zero),
-        );
-        // SAFETY: each store writes 8 floats into an array of 8.
-        unsafe {
-            _mm256_storeu_ps(xs.as_mut_ptr(), _mm256_blendv_ps(own_x, dx, blend));
-            _mm256_storeu_ps(ys.as_mut_ptr(), _mm256_blendv_ps(own_y, dy, blend));
-        }
-        _mm256_movemask_ps(_mm256_castsi256_ps(ok)) as u32
-    }
-}
-
 /// The unit vector of every flow byte: the arrow for 0-7, zero for the rest.
-static ARROW_OF_BYTE: [Vec2; 256] = {
+pub(crate) static ARROW_OF_BYTE: [Vec2; 256] = {
     let mut table = [Vec2::ZERO; 256];
     let mut b = 0;
     while b < 8 {
@@ -540,255 +381,15 @@ fn derive_band(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
-        if crate::has_avx512() {
-            // SAFETY: the CPU supports AVX-512 F, BW and VL (checked just above), the only
-            // requirement of the function; the function itself is safe code.
-            unsafe { derive_avx512(costs, dist, pw, model, out, first) };
-            return;
+        let cpu = crate::simd::cpu();
+        if let Some(avx512) = cpu.avx512 {
+            return avx512.derive(costs, dist, pw, model, out, first);
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above), the only requirement of a
-            // `#[target_feature(enable = "avx2")]` function; the function itself is safe code.
-            unsafe { derive_avx2(costs, dist, pw, model, out, first) };
-            return;
+        if let Some(avx2) = cpu.avx2 {
+            return avx2.derive(costs, dist, pw, model, out, first);
         }
     }
     derive_rows(costs, dist, pw, model, out, first);
-}
-
-/// The same kernel compiled for AVX2, so that the branch-free rows vectorise 8 cells wide.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn derive_avx2(
-    costs: &[u8],
-    dist: &[u32],
-    pw: usize,
-    model: CostModel,
-    out: &mut [u8],
-    first: usize,
-) {
-    derive_rows_with(costs, dist, pw, model, out, first, |u, m, d, t, s, g, r| {
-        derive_row_avx2(u, m, d, t, s, g, r)
-    });
-}
-
-/// [`derive_row`] eight cells at a time, written out in AVX2: the compiler vectorises the plain
-/// loop 32 cells wide (for the byte output) and spills registers, at about twice the time.
-/// The same bytes: the same offers, ties to the lowest direction, the same order of tests.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn derive_row_avx2(
-    up: &[u32],
-    mid: &[u32],
-    down: &[u32],
-    terrain: &[u8],
-    straight: u32,
-    diagonal: u32,
-    row: &mut [u8],
-) {
-    use std::arch::x86_64::*;
-    let w = row.len();
-    let (up, mid, down, terrain) = padded_rows(up, mid, down, terrain, w);
-    let load = |values: &[u32], at: usize| {
-        let lanes: &[u32; 8] = values[at..at + 8].try_into().expect("8 values");
-        // SAFETY: reads 8 u32 from an array of 8.
-        unsafe { _mm256_loadu_si256(lanes.as_ptr().cast()) }
-    };
-    let all = _mm256_set1_epi32(-1); // UNREACHABLE in every lane
-    let splat = |v: u32| _mm256_set1_epi32(v as i32);
-    let (straight_v, diagonal_v) = (splat(straight), splat(diagonal));
-    let mut x = 0;
-    while x + 8 <= w {
-        let bytes: &[u8; 8] = terrain[x + 1..x + 9].try_into().expect("8 cells");
-        // SAFETY: reads 8 bytes from an array of 8.
-        let t = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(bytes.as_ptr().cast()) });
-        // Bases below 2^15 (asserted beside `CostModel`): a 16-bit `madd` multiplies them by
-        // the terrain, cheaper than the 32-bit `mullo`.
-        let (s, g) = (
-            _mm256_madd_epi16(t, straight_v),
-            _mm256_madd_epi16(t, diagonal_v),
-        );
-        let (room_s, room_g) = (_mm256_sub_epi32(all, s), _mm256_sub_epi32(all, g));
-        let plus_s = |v| _mm256_add_epi32(_mm256_min_epu32(v, room_s), s);
-        // A side that is UNREACHABLE (all ones) turns the diagonal's offer into all ones.
-        let diag = |v, a, b| {
-            let blocked = _mm256_cmpeq_epi32(_mm256_max_epu32(a, b), all);
-            _mm256_or_si256(_mm256_add_epi32(_mm256_min_epu32(v, room_g), g), blocked)
-        };
-        let (dn, de, ds, dw) = (
-            load(up, x + 1),
-            load(mid, x + 2),
-            load(down, x + 1),
-            load(mid, x),
-        );
-        let offers = [
-            plus_s(dn),
-            diag(load(up, x + 2), dn, de),
-            plus_s(de),
-            diag(load(down, x + 2), ds, de),
-            plus_s(ds),
-            diag(load(down, x), ds, dw),
-            plus_s(dw),
-            diag(load(up, x), dn, dw),
-        ];
-        let best = offers[1..]
-            .iter()
-            .fold(offers[0], |m, &o| _mm256_min_epu32(m, o));
-        let mut byte = splat(7);
-        for d in (0..7).rev() {
-            let here_best = _mm256_cmpeq_epi32(offers[d], best);
-            byte = _mm256_blendv_epi8(byte, splat(d as u32), here_best);
-        }
-        let here = load(mid, x + 1);
-        // best > here (unsigned): max(best, here) is not here.
-        let sink = _mm256_xor_si256(_mm256_cmpeq_epi32(_mm256_max_epu32(best, here), here), all);
-        byte = _mm256_blendv_epi8(byte, splat(FLOW_GOAL as u32), sink);
-        byte = _mm256_blendv_epi8(
-            byte,
-            splat(FLOW_UNREACHABLE as u32),
-            _mm256_cmpeq_epi32(here, all),
-        );
-        byte = _mm256_blendv_epi8(
-            byte,
-            splat(FLOW_WALL as u32),
-            _mm256_cmpeq_epi32(t, splat(WALL as u32)),
-        );
-        // Eight u32 lanes (each below 256) to eight bytes.
-        let words = _mm256_packus_epi32(byte, byte);
-        let packed = _mm256_packus_epi16(words, words);
-        let eight = _mm_unpacklo_epi32(
-            _mm256_castsi256_si128(packed),
-            _mm256_extracti128_si256::<1>(packed),
-        );
-        let out: &mut [u8; 8] = (&mut row[x..x + 8]).try_into().expect("8 cells");
-        // SAFETY: writes 8 bytes into an array of 8.
-        unsafe { _mm_storel_epi64(out.as_mut_ptr().cast(), eight) };
-        x += 8;
-    }
-    derive_row(
-        &up[x..],
-        &mid[x..],
-        &down[x..],
-        &terrain[x..],
-        straight,
-        diagonal,
-        &mut row[x..],
-    );
-}
-
-/// The kernel for AVX-512 (F, BW and VL), sixteen cells at a time.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-fn derive_avx512(
-    costs: &[u8],
-    dist: &[u32],
-    pw: usize,
-    model: CostModel,
-    out: &mut [u8],
-    first: usize,
-) {
-    derive_rows_with(costs, dist, pw, model, out, first, |u, m, d, t, s, g, r| {
-        derive_row_avx512(u, m, d, t, s, g, r)
-    });
-}
-
-/// [`derive_row_avx2`] sixteen cells at a time, with mask registers for the tests: the same
-/// bytes.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-fn derive_row_avx512(
-    up: &[u32],
-    mid: &[u32],
-    down: &[u32],
-    terrain: &[u8],
-    straight: u32,
-    diagonal: u32,
-    row: &mut [u8],
-) {
-    use std::arch::x86_64::*;
-    const WIDE: usize = 16;
-    let w = row.len();
-    let (up, mid, down, terrain) = padded_rows(up, mid, down, terrain, w);
-    let load = |values: &[u32], at: usize| {
-        let lanes: &[u32; WIDE] = values[at..at + WIDE].try_into().expect("16 values");
-        // SAFETY: reads 16 u32 from an array of 16.
-        unsafe { _mm512_loadu_si512(lanes.as_ptr().cast()) }
-    };
-    let all = _mm512_set1_epi32(-1); // UNREACHABLE in every lane
-    let splat = |v: u32| _mm512_set1_epi32(v as i32);
-    let (straight_v, diagonal_v) = (splat(straight), splat(diagonal));
-    let wall = _mm_set1_epi8(WALL as i8);
-    let mut x = 0;
-    while x + WIDE <= w {
-        let bytes: &[u8; WIDE] = terrain[x + 1..x + 1 + WIDE].try_into().expect("16 cells");
-        // SAFETY: reads 16 bytes from an array of 16.
-        let tc = unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) };
-        let t = _mm512_cvtepu8_epi32(tc);
-        let (s, g) = (
-            _mm512_madd_epi16(t, straight_v),
-            _mm512_madd_epi16(t, diagonal_v),
-        );
-        let (room_s, room_g) = (_mm512_sub_epi32(all, s), _mm512_sub_epi32(all, g));
-        let plus_s = |v| _mm512_add_epi32(_mm512_min_epu32(v, room_s), s);
-        // A side that is UNREACHABLE (all ones) makes the diagonal's offer all ones.
-        let diag = |v, a, b| {
-            let blocked = _mm512_cmpeq_epi32_mask(_mm512_max_epu32(a, b), all);
-            _mm512_mask_mov_epi32(
-                _mm512_add_epi32(_mm512_min_epu32(v, room_g), g),
-                blocked,
-                all,
-            )
-        };
-        let (dn, de, ds, dw) = (
-            load(up, x + 1),
-            load(mid, x + 2),
-            load(down, x + 1),
-            load(mid, x),
-        );
-        let offers = [
-            plus_s(dn),
-            diag(load(up, x + 2), dn, de),
-            plus_s(de),
-            diag(load(down, x + 2), ds, de),
-            plus_s(ds),
-            diag(load(down, x), ds, dw),
-            plus_s(dw),
-            diag(load(up, x), dn, dw),
-        ];
-        let best = offers[1..]
-            .iter()
-            .fold(offers[0], |m, &o| _mm512_min_epu32(m, o));
-        let mut byte = splat(7);
-        for d in (0..7).rev() {
-            let here_best = _mm512_cmpeq_epi32_mask(offers[d], best);
-            byte = _mm512_mask_mov_epi32(byte, here_best, splat(d as u32));
-        }
-        let here = load(mid, x + 1);
-        byte = _mm512_mask_mov_epi32(
-            byte,
-            _mm512_cmpgt_epu32_mask(best, here),
-            splat(FLOW_GOAL as u32),
-        );
-        byte = _mm512_mask_mov_epi32(
-            byte,
-            _mm512_cmpeq_epi32_mask(here, all),
-            splat(FLOW_UNREACHABLE as u32),
-        );
-        byte = _mm512_mask_mov_epi32(byte, _mm_cmpeq_epi8_mask(tc, wall), splat(FLOW_WALL as u32));
-        let out: &mut [u8; WIDE] = (&mut row[x..x + WIDE]).try_into().expect("16 cells");
-        // SAFETY: writes 16 bytes (one per lane, each below 256) into an array of 16.
-        unsafe { _mm_storeu_si128(out.as_mut_ptr().cast(), _mm512_cvtepi32_epi8(byte)) };
-        x += WIDE;
-    }
-    derive_row(
-        &up[x..],
-        &mid[x..],
-        &down[x..],
-        &terrain[x..],
-        straight,
-        diagonal,
-        &mut row[x..],
-    );
 }
 
 #[inline(always)]
@@ -805,7 +406,7 @@ fn derive_rows(
 
 /// The rows of a band, each by `derive_row` (the plain or the AVX2 kernel).
 #[inline(always)]
-fn derive_rows_with(
+pub(crate) fn derive_rows_with(
     costs: &[u8],
     dist: &[u32],
     pw: usize,
@@ -829,7 +430,7 @@ fn derive_rows_with(
 /// The rows around a row of `w` cells, cut to its padded width (so that indexing in the kernels
 /// needs no further bounds checks).
 #[inline(always)]
-fn padded_rows<'a>(
+pub(crate) fn padded_rows<'a>(
     up: &'a [u32],
     mid: &'a [u32],
     down: &'a [u32],
@@ -848,7 +449,7 @@ fn padded_rows<'a>(
 /// here: a walkable straight neighbour of a reachable cell is itself reachable, so for the cells
 /// that get an arrow, "neighbour value is UNREACHABLE" means "wall".
 #[inline(always)]
-fn derive_row(
+pub(crate) fn derive_row(
     up: &[u32],
     mid: &[u32],
     down: &[u32],
@@ -1057,9 +658,9 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn eight_samples_at_once_have_the_bits_of_one_at_a_time() {
-        if !crate::simd_test::avx2() {
+        let Some(avx2) = crate::simd::under_test::avx2() else {
             return;
-        }
+        };
         let mut s = 0x2545_f491_4f6c_dd1du64;
         let mut next = move || {
             s ^= s << 13;
@@ -1119,8 +720,7 @@ mod tests {
                     };
                 }
                 let (mut xs, mut ys) = ([0.0; 8], [0.0; 8]);
-                // SAFETY: the CPU has AVX2 (checked at the top).
-                let done = unsafe { f.bilinear8(&block, &mut xs, &mut ys) };
+                let done = avx2.bilinear8(&f, &block, &mut xs, &mut ys);
                 for (l, &p) in block.iter().enumerate() {
                     lanes += 1;
                     if done >> l & 1 == 0 {
@@ -1190,16 +790,14 @@ mod tests {
                 // Each vector kernel the CPU has, whichever the dispatch picks.
                 #[cfg(target_arch = "x86_64")]
                 {
-                    if crate::simd_test::avx2() {
+                    if let Some(avx2) = crate::simd::under_test::avx2() {
                         let mut eight = vec![0u8; w * h];
-                        // SAFETY: AVX2 is present (checked above).
-                        unsafe { derive_avx2(&costs, &dist, pw, model, &mut eight, 0) };
+                        avx2.derive(&costs, &dist, pw, model, &mut eight, 0);
                         assert_eq!(eight, plain);
                     }
-                    if crate::simd_test::avx512() {
+                    if let Some(avx512) = crate::simd::under_test::avx512() {
                         let mut sixteen = vec![0u8; w * h];
-                        // SAFETY: AVX-512 F, BW and VL are present (checked above).
-                        unsafe { derive_avx512(&costs, &dist, pw, model, &mut sixteen, 0) };
+                        avx512.derive(&costs, &dist, pw, model, &mut sixteen, 0);
                         assert_eq!(sixteen, plain);
                     }
                 }

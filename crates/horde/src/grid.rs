@@ -326,64 +326,14 @@ pub(crate) fn axis_cell(g: f32, size: u32) -> Option<u32> {
 /// Two positions' cells for the price of one, for the crowd's wall test.
 #[inline(always)]
 pub(crate) fn axis_cells(g: [f32; 4], size: [u32; 4]) -> ([u32; 4], u32) {
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    {
-        use std::arch::x86_64::{
-            __m128i, _mm_and_si128, _mm_castps_si128, _mm_castsi128_ps, _mm_cmpge_ps,
-            _mm_cmpgt_epi32, _mm_cmplt_epi32, _mm_cvttps_epi32, _mm_loadu_ps, _mm_loadu_si128,
-            _mm_movemask_ps, _mm_set1_epi32, _mm_setzero_ps, _mm_storeu_si128,
-        };
-        let mut cells = [0u32; 4];
-        // SAFETY: SSE2 is enabled at compile time (the cfg above); the loads and the store
-        // touch exactly the four lanes of the arrays above. Out of range, the truncation gives
-        // i32::MIN, which the `>= 0` lane test refuses; sides are at most `MAX_SIDE`, so the
-        // signed compare with the size is the unsigned one. `axis_cells_agree_with_axis_cell`
-        // covers this.
-        let mask = unsafe {
-            let v = _mm_loadu_ps(g.as_ptr());
-            let c = _mm_cvttps_epi32(v);
-            let sizes = _mm_loadu_si128(size.as_ptr().cast::<__m128i>());
-            // False for NaN, as `g >= 0.0` is.
-            let on = _mm_castps_si128(_mm_cmpge_ps(v, _mm_setzero_ps()));
-            let fits = _mm_and_si128(
-                _mm_cmplt_epi32(c, sizes),
-                _mm_cmpgt_epi32(c, _mm_set1_epi32(-1)),
-            );
-            _mm_storeu_si128(cells.as_mut_ptr().cast::<__m128i>(), c);
-            _mm_movemask_ps(_mm_castsi128_ps(_mm_and_si128(on, fits))) as u32
-        };
-        (cells, mask)
-    }
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-    {
-        let mut cells = [0u32; 4];
-        let mut mask = 0;
-        for k in 0..4 {
-            if let Some(c) = axis_cell(g[k], size[k]) {
-                cells[k] = c;
-                mask |= 1 << k;
-            }
-        }
-        (cells, mask)
-    }
+    crate::simd::baseline::axis_cells(g, size)
 }
 
 /// Both coordinates truncated towards zero, as `as i32` truncates them when they fit an `i32`
 /// (the caller's promise: here they are grid positions on the map).
 #[inline(always)]
 pub(crate) fn truncate_both(g: Vec2) -> [i32; 2] {
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    {
-        use std::arch::x86_64::{_mm_cvtsi128_si64, _mm_cvttps_epi32, _mm_setr_ps};
-        // SAFETY: SSE2 is enabled at compile time (the cfg above) and no memory is touched.
-        // `truncation_matches_the_saturating_cast` covers this.
-        let both = unsafe { _mm_cvtsi128_si64(_mm_cvttps_epi32(_mm_setr_ps(g.x, g.y, 0.0, 0.0))) };
-        [both as i32, (both >> 32) as i32]
-    }
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-    {
-        [g.x as i32, g.y as i32]
-    }
+    crate::simd::baseline::truncate_both(g)
 }
 
 /// `g` (0 or above) truncated, or at least 2^31 when it does not fit an `i32`: one
@@ -391,18 +341,7 @@ pub(crate) fn truncate_both(g: Vec2) -> [i32; 2] {
 /// side up to [`MAX_SIDE`].
 #[inline(always)]
 fn truncate(g: f32) -> u32 {
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    {
-        use std::arch::x86_64::{_mm_cvttss_si32, _mm_set_ss};
-        // SAFETY: SSE2 is enabled at compile time (the cfg above) and no memory is touched.
-        // Out of range gives i32::MIN, 2^31 here. `truncation_matches_the_saturating_cast`
-        // covers this.
-        unsafe { _mm_cvttss_si32(_mm_set_ss(g)) as u32 }
-    }
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-    {
-        g as u32
-    }
+    crate::simd::baseline::truncate(g)
 }
 
 #[cfg(test)]

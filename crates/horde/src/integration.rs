@@ -4,7 +4,7 @@
 //! Two exact algorithms fill it, and give identical fields. On most maps, **row sweeps**: passes
 //! down and up the rows, each row taking the best of the row before it (vectorised) and then
 //! scanning along itself, repeated only where something changed (see the `sweep` submodule):
-//! 2-3 times faster than the wave on open maps. Maps whose shortest paths wind back and forth
+//! cheaper than the wave on open maps (`docs/benchmarks.md` has the figures). Maps whose shortest paths wind back and forth
 //! (mazes, rooms joined by one-cell doors) go to the **wave** once the sweeps' work passes a
 //! budget.
 //!
@@ -23,7 +23,7 @@ use thiserror::Error;
 use crate::cost::{CostField, CostModel, WALL};
 use crate::grid::{Grid, GridError};
 
-mod sweep;
+pub(crate) mod sweep;
 
 /// Integration value of a wall or of a walkable cell from which no goal can be reached.
 pub const UNREACHABLE: u32 = u32::MAX;
@@ -471,7 +471,7 @@ impl IntegrationBuilder {
 
     /// Like [`advance`](Self::advance), with a time budget instead of a cell budget: settles
     /// cells in chunks of 4096 until the wave is done or `budget` has passed (it may overrun by
-    /// one chunk, about 0.1 ms). O(cells settled).
+    /// one chunk). O(cells settled).
     ///
     /// ```
     /// use std::time::Duration;

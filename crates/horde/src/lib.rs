@@ -44,6 +44,8 @@
 //!   `petgraph`).
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// Every `unsafe` of the library is a vector kernel in `simd`, which allows it there alone.
+#![deny(unsafe_code)]
 
 pub mod astar;
 pub mod coarse;
@@ -58,63 +60,7 @@ pub mod integration;
 pub mod io;
 pub mod live;
 pub mod maps;
-
-/// The CPU has the parts of AVX-512 (F, BW and VL) that the 16-lane kernels of the integration
-/// sweeps and the flow field use.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-pub(crate) fn has_avx512() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512bw")
-        && std::arch::is_x86_feature_detected!("avx512vl")
-}
-
-/// Which vector kernels the tests on this CPU exercise. A kernel the CPU lacks is skipped, unless
-/// `HORDE_REQUIRE_SIMD` (comma-separated: `avx2`, `avx512`; CI sets it) says it must be tested:
-/// then the test fails instead of passing without testing it.
-#[cfg(all(test, target_arch = "x86_64"))]
-pub(crate) mod simd_test {
-    const NAMES: [&str; 2] = ["avx2", "avx512"];
-
-    fn required() -> Vec<String> {
-        std::env::var("HORDE_REQUIRE_SIMD")
-            .unwrap_or_default()
-            .split(',')
-            .map(|s| s.trim().to_ascii_lowercase())
-            .filter(|s| !s.is_empty())
-            .collect()
-    }
-
-    fn under_test(name: &str, detected: bool) -> bool {
-        assert!(
-            detected || !required().iter().any(|r| r == name),
-            "HORDE_REQUIRE_SIMD requires the {name} kernels to be tested, but this CPU lacks {name}"
-        );
-        detected
-    }
-
-    /// The AVX2 kernels (and the crowd's x86-64-v3 compilation) can be tested here.
-    pub fn avx2() -> bool {
-        under_test("avx2", std::arch::is_x86_feature_detected!("avx2"))
-    }
-
-    /// The AVX-512 (F, BW, VL) kernels can be tested here.
-    pub fn avx512() -> bool {
-        under_test("avx512", crate::has_avx512())
-    }
-
-    #[test]
-    fn every_required_kernel_family_is_known_and_present() {
-        for name in required() {
-            assert!(
-                NAMES.contains(&name.as_str()),
-                "HORDE_REQUIRE_SIMD names '{name}': not one of {NAMES:?}"
-            );
-            let present = if name == "avx2" { avx2() } else { avx512() };
-            assert!(present, "{name}");
-        }
-    }
-}
+mod simd;
 
 /// The `glam` horde's positions and cells are in (0.33, the version Bevy 0.20 uses): use it
 /// through `horde::glam` to get the matching version.

@@ -3,72 +3,9 @@
 //! carries in its flags.
 
 use super::*;
+use crate::simd::{Level, Plain, V3, baseline};
 
 impl Crowd {
-    /// Carry each agent's clearance (see `collision_pass`) into the next step, as a lower bound
-    /// at its final position kept in its flags: the next step's separation search then skips
-    /// agents that cannot have anyone in reach (exactly: it would find no one).
-    /// `since`: what is known of the moves since the snapshot was refreshed (see
-    /// [`NeighbourGrid::take_moves`], with the agents in `pushed`).
-    pub(super) fn keep_clearances(&mut self, clearances: &mut [u32], since: Option<f32>) {
-        // Bring the bounds up to the final positions.
-        self.neighbours.take_moves::<true>(
-            &self.positions,
-            since,
-            &self.pushed,
-            clearances,
-            &mut self.partial_moves,
-        );
-        let ng = &self.neighbours;
-        // Levels fine enough for the reaches that matter (a few separation radii).
-        let unit = self.config.separation_radius.max(2.0 * ng.widest) / 16.0;
-        let (less, inv_unit) = (ng.moved + ng.slack, unit.recip());
-        // In a dense crowd nearly everyone has someone in reach, and measuring clearances costs
-        // more than the searches it saves: then do without for a while. Those clear of the
-        // reach are counted in the same pass, piece by piece.
-        let reach_level = ((self.config.separation_radius + ng.slack) * inv_unit) as u8 + 1;
-        let n = self.flags.len();
-        self.partial_counts.clear();
-        self.partial_counts.resize(n.div_ceil(CHUNK), 0);
-        let isa = self.isa();
-        let work = |(c, (flags, count)): (usize, (&mut [u8], &mut u32))| {
-            let clear = &clearances[c * CHUNK..c * CHUNK + flags.len()];
-            *count = isa.levels(flags, clear, less, inv_unit, reach_level);
-        };
-        #[cfg(feature = "parallel")]
-        {
-            use rayon::prelude::*;
-            self.flags
-                .par_chunks_mut(CHUNK)
-                .zip(self.partial_counts.par_iter_mut())
-                .enumerate()
-                .for_each(work);
-        }
-        #[cfg(not(feature = "parallel"))]
-        self.flags
-            .chunks_mut(CHUNK)
-            .zip(self.partial_counts.iter_mut())
-            .enumerate()
-            .for_each(work);
-        self.clearance_unit = unit;
-        #[cfg(test)]
-        if self.search_everyone {
-            self.clearance_unit = 0.0;
-        }
-        let clear: u32 = self.partial_counts.iter().sum();
-        if (clear as usize) < self.alive / 8 {
-            // Measuring again costs a step and a half of a dense crowd: one far from clearing
-            // up (a crowd pressed together) is measured four times less often.
-            self.dense_steps = if (clear as usize) < self.alive / 64 {
-                4 * DENSE_STEPS
-            } else {
-                DENSE_STEPS
-            };
-        }
-        // (`take_moves` took the step's last moves.)
-        self.snapshot_current = true;
-    }
-
     /// Push overlapping agents apart, each by half of every overlap, reading a fresh snapshot.
     ///
     /// `clearances` holds, as `f32` bits, each agent's clearance from its last neighbour search,
@@ -87,7 +24,7 @@ impl Crowd {
     ///
     /// `since`: what is known of the moves since the snapshot was refreshed (see
     /// [`NeighbourGrid::take_moves`], with the agents in `pushed`).
-    pub(super) fn collision_pass<const CLEARANCE: bool>(
+    pub(crate) fn collision_pass<const CLEARANCE: bool>(
         &mut self,
         cost: &CostField,
         clearances: &mut [u32],
@@ -99,18 +36,19 @@ impl Crowd {
             costs: cost.costs(),
         };
         #[cfg(test)]
-        let may_skip = !self.search_everyone;
+        let may_skip = !self.test.search_everyone;
         #[cfg(not(test))]
         let may_skip = true;
         if sparse && self.mark_near_pushed::<CLEARANCE>(clearances) {
             #[cfg(test)]
             {
-                self.sparse_passes += 1;
+                self.test.sparse_passes += 1;
             }
             for &i in &self.marked {
                 let i = i as usize;
                 self.flags[i] &= !MARKED;
-                push_apart::<CLEARANCE, false>(
+                push_apart::<CLEARANCE>(
+                    Plain,
                     &self.neighbours,
                     &self.radii,
                     &ctx,
@@ -128,7 +66,7 @@ impl Crowd {
             since,
             &self.pushed,
             clearances,
-            &mut self.partial_moves,
+            &mut self.scratch.partial_moves,
         );
         let pass = PassContext {
             ng: &self.neighbours,
@@ -142,12 +80,12 @@ impl Crowd {
         let isa = self.isa();
         let work = |(k, ((positions, flags), clearances)): PassPiece| {
             let first = k * PIECE;
-            isa.pass::<CLEARANCE>(&pass, first, positions, flags, clearances);
+            run_pass::<CLEARANCE>(isa, &pass, first, positions, flags, clearances);
         };
         each_piece!(PIECE, work, self.positions, self.flags, clearances);
         #[cfg(test)]
         {
-            self.eight_pushes += pass.eight_pushes.into_inner();
+            self.test.eight_pushes += pass.eight_pushes.into_inner();
         }
         false
     }
@@ -161,14 +99,14 @@ impl Crowd {
     /// everyone. (Its clearance, if kept, stays the bound the refresh leaves.) In a crowd
     /// walking in lanes the first pass pushes a few agents in ten, and this pass searches a
     /// few in three instead of all.
-    pub(super) fn marked_pass<const CLEARANCE: bool>(
+    pub(crate) fn marked_pass<const CLEARANCE: bool>(
         &mut self,
         cost: &CostField,
         clearances: &mut [u32],
     ) {
         #[cfg(test)]
         {
-            self.marked_passes += 1;
+            self.test.marked_passes += 1;
         }
         let n = self.positions.len();
         self.marks.clear(n);
@@ -176,14 +114,14 @@ impl Crowd {
         let (flags, marks) = (&self.flags, &self.marks);
         let isa = self.isa();
         each_chunk_of(flags, CHUNK, |c, flags| {
-            isa.mark_touched(ng, c * CHUNK, flags, positions, radii, marks);
+            mark_touched(isa, ng, c * CHUNK, flags, positions, radii, marks);
         });
         self.neighbours.take_moves::<CLEARANCE>(
             &self.positions,
             None,
             &[],
             clearances,
-            &mut self.partial_moves,
+            &mut self.scratch.partial_moves,
         );
         let ctx = WallContext {
             grid: self.grid,
@@ -201,7 +139,7 @@ impl Crowd {
         let isa = self.isa();
         let work = |(k, ((positions, flags), clearances)): PassPiece| {
             let first = k * PIECE;
-            isa.pass::<CLEARANCE>(&pass, first, positions, flags, clearances);
+            run_pass::<CLEARANCE>(isa, &pass, first, positions, flags, clearances);
         };
         each_piece!(PIECE, work, self.positions, self.flags, clearances);
     }
@@ -212,7 +150,7 @@ impl Crowd {
     }
 
     /// Room in the pushed and marked lists for [`Self::few`] agents, and no more.
-    pub(super) fn make_room_for_few(&mut self) {
+    pub(crate) fn make_room_for_few(&mut self) {
         let few = self.few();
         for list in [&mut self.pushed, &mut self.marked] {
             if list.capacity() < few {
@@ -225,7 +163,7 @@ impl Crowd {
     /// False if they are too many to list: then the list is empty and every one of them stays
     /// flagged (the next pass goes over everyone, or over those `marked_pass` marks). After a
     /// sparse pass only the marked agents can be flagged.
-    pub(super) fn list_pushed(&mut self, sparse: bool) -> bool {
+    pub(crate) fn list_pushed(&mut self, sparse: bool) -> bool {
         let few = self.few();
         self.pushed.clear();
         if sparse {
@@ -271,7 +209,7 @@ impl Crowd {
 
     /// How many agents are flagged as pushed (all of them, after a pass that pushed too many
     /// to list). O(agents), eight flags at a time.
-    pub(super) fn count_flagged(&self) -> usize {
+    pub(crate) fn count_flagged(&self) -> usize {
         let (words, rest) = self.flags.as_chunks::<8>();
         let any = u64::from_ne_bytes([PUSHED; 8]);
         let whole: u32 = words
@@ -293,7 +231,7 @@ impl Crowd {
         let mut fits = true;
         for &m in &self.pushed {
             let m = m as usize;
-            ng.for_each_touched::<false>(m, positions[m], radii[m], |j| {
+            ng.for_each_touched(Plain, m, positions[m], radii[m], |j| {
                 if flags[j] & MARKED == 0 {
                     if marked.len() == few {
                         fits = false;
@@ -319,7 +257,7 @@ impl Crowd {
             Some(0.0),
             &self.pushed,
             clearances,
-            &mut self.partial_moves,
+            &mut self.scratch.partial_moves,
         );
         true
     }
@@ -329,7 +267,8 @@ impl Crowd {
 /// every agent it overlaps in the snapshot, its clearance, and the flag if it was pushed.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn push_apart<const CLEARANCE: bool, const AVX2: bool>(
+pub(crate) fn push_apart<const CLEARANCE: bool>(
+    level: impl Level,
     ng: &NeighbourGrid,
     radii: &[f32],
     walls: &WallContext,
@@ -351,7 +290,7 @@ fn push_apart<const CLEARANCE: bool, const AVX2: bool>(
     // everyone in the cells searched costs more than the later searches it would save.
     let mut nearest2 = within * within;
     // Slot j is the grid's entry j (the step sorted the agents).
-    ng.for_each_near_in::<false, AVX2>(p, i, within, |j, diff, d2| {
+    ng.for_each_near_in::<false>(level, p, i, within, |j, diff, d2| {
         nearest2 = smaller(nearest2, d2);
         let touch = r + radii[j];
         if d2 < touch * touch {
@@ -372,7 +311,7 @@ fn push_apart<const CLEARANCE: bool, const AVX2: bool>(
 
 /// One bit per slot, set from any thread (see [`Crowd::marked_pass`]): 1/8 byte per agent.
 #[derive(Debug, Default)]
-pub(super) struct MarkBits(Vec<std::sync::atomic::AtomicU64>);
+pub(crate) struct MarkBits(Vec<std::sync::atomic::AtomicU64>);
 
 impl Clone for MarkBits {
     /// Marks live within one collision pass, which a clone cannot interrupt: a clone starts
@@ -410,61 +349,55 @@ impl MarkBits {
 type PassPiece<'r> = (usize, ((&'r mut [Vec2], &'r mut [u8]), &'r mut [u32]));
 
 /// What a collision pass reads.
-struct PassContext<'a> {
-    ng: &'a NeighbourGrid,
-    pub(super) radii: &'a [f32],
-    walls: WallContext<'a>,
-    may_skip: bool,
+pub(crate) struct PassContext<'a> {
+    pub(crate) ng: &'a NeighbourGrid,
+    pub(crate) radii: &'a [f32],
+    pub(crate) walls: WallContext<'a>,
+    pub(crate) may_skip: bool,
     /// Only the agents marked here are searched (all if `None`).
-    marks: Option<&'a MarkBits>,
+    pub(crate) marks: Option<&'a MarkBits>,
     /// Blocks pushed by [`push8`].
     #[cfg(test)]
-    eight_pushes: std::sync::atomic::AtomicU32,
+    pub(crate) eight_pushes: std::sync::atomic::AtomicU32,
 }
 
-impl Isa {
-    /// [`mark_rows`] in the compilation this CPU runs.
-    fn mark_touched(
-        self,
-        ng: &NeighbourGrid,
-        first: usize,
-        flags: &[u8],
-        positions: &[Vec2],
-        radii: &[f32],
-        marks: &MarkBits,
-    ) {
-        match self {
-            Isa::Baseline => mark_rows::<false>(ng, first, flags, positions, radii, marks),
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: as in `Isa::update`.
-            Isa::V3 => unsafe { mark_rows_v3(ng, first, flags, positions, radii, marks) },
-        }
+/// [`mark_rows`] in the compilation this CPU runs (x86-64-v3 with a `V3`).
+fn mark_touched(
+    v3: Option<V3>,
+    ng: &NeighbourGrid,
+    first: usize,
+    flags: &[u8],
+    positions: &[Vec2],
+    radii: &[f32],
+    marks: &MarkBits,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(v3) = v3 {
+        return v3.mark_rows(ng, first, flags, positions, radii, marks);
     }
+    mark_rows(Plain, ng, first, flags, positions, radii, marks)
+}
 
-    /// A collision pass over the slots `first..first + positions.len()`.
-    fn pass<const CLEARANCE: bool>(
-        self,
-        ctx: &PassContext,
-        first: usize,
-        positions: &mut [Vec2],
-        flags: &mut [u8],
-        clearances: &mut [u32],
-    ) {
-        match self {
-            Isa::Baseline => {
-                pass_rows::<CLEARANCE, false>(ctx, first, positions, flags, clearances)
-            }
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: as in `Isa::update`.
-            Isa::V3 => unsafe {
-                pass_rows_v3::<CLEARANCE>(ctx, first, positions, flags, clearances)
-            },
-        }
+/// A collision pass over the slots `first..first + positions.len()`, in the compilation this
+/// CPU runs.
+fn run_pass<const CLEARANCE: bool>(
+    v3: Option<V3>,
+    ctx: &PassContext,
+    first: usize,
+    positions: &mut [Vec2],
+    flags: &mut [u8],
+    clearances: &mut [u32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(v3) = v3 {
+        return v3.pass_rows::<CLEARANCE>(ctx, first, positions, flags, clearances);
     }
+    pass_rows::<CLEARANCE>(Plain, ctx, first, positions, flags, clearances)
 }
 
 #[inline(always)]
-fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
+pub(crate) fn pass_rows<const CLEARANCE: bool>(
+    level: impl Level,
     ctx: &PassContext,
     first: usize,
     positions: &mut [Vec2],
@@ -473,9 +406,9 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
 ) {
     let (ng, radii, may_skip) = (ctx.ng, ctx.radii, ctx.may_skip);
     // Without clearances (a dense crowd) only the v3 compilation takes eight at a time.
-    let lists = !CLEARANCE && AVX2 && cfg!(target_arch = "x86_64");
+    let lists = !CLEARANCE && level.v3().is_some();
     if !((CLEARANCE || lists) && may_skip) || ctx.marks.is_some() {
-        pass_one_by_one::<CLEARANCE, AVX2>(ctx, first, positions, flags, clearances);
+        pass_one_by_one::<CLEARANCE>(level, ctx, first, positions, flags, clearances);
         return;
     }
     // Eight at a time: first which of them search, then those; the last few one at a time.
@@ -501,15 +434,15 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
         let block = first + b * BLOCK;
         let mut search = if CLEARANCE {
             // Most of a spread-out crowd cannot touch anyone.
-            alive & !far_mask(clear, radii, less, widest, slack)
+            alive & !baseline::far_mask(clear, radii, less, widest, slack)
         } else {
             // One pass over the entries round all eight lists whom each touches (most of a
             // crowd walking in lanes touch no one after the walk; most of one pressed
             // together touch several), and their pushes are taken from that list.
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: only the v3 compilation (`lists`), which runs only where the CPU has
-            // AVX2, gets here without clearances.
-            if unsafe { push8(ctx, block, alive, positions, flags, radii) } {
+            if let Some(v3) = level.v3()
+                && v3.push8(ctx, block, alive, positions, flags, radii)
+            {
                 continue;
             }
             // The cells round them hold too many to list.
@@ -520,125 +453,20 @@ fn pass_rows<const CLEARANCE: bool, const AVX2: bool>(
             search &= search - 1;
             let (pos, flags, clear) = (&mut positions[l], &mut flags[l], &mut clearances[l]);
             let i = block + l;
-            push_apart::<CLEARANCE, AVX2>(ng, ctx.radii, &ctx.walls, false, i, pos, flags, clear);
+            push_apart::<CLEARANCE>(
+                level, ng, ctx.radii, &ctx.walls, false, i, pos, flags, clear,
+            );
         }
     }
     let rest = (&mut positions[whole..], &mut flags[whole..]);
-    pass_one_by_one::<CLEARANCE, AVX2>(
+    pass_one_by_one::<CLEARANCE>(
+        level,
         ctx,
         first + whole,
         rest.0,
         rest.1,
         &mut clearances[whole..],
     );
-}
-
-/// [`push_apart`] without clearances for the agents of slots `block + l` for the lanes `l`
-/// set in `lanes`, at once: the entries within reach of any of them are listed in one pass
-/// ([`NeighbourGrid::near8`]), then each listed entry's push on all eight is taken in one AVX2
-/// register, with the operations of `push_apart` in its order (entry order), so the same
-/// bits. A lane with someone on its very spot is left to `push_apart` (split by slots). False,
-/// with nothing done, where the listing does not pay.
-///
-/// # Safety
-/// The CPU has AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn push8(
-    ctx: &PassContext,
-    block: usize,
-    lanes: u32,
-    positions: &mut [Vec2],
-    flags: &mut [u8; BLOCK],
-    own_radii: &[f32; BLOCK],
-) -> bool {
-    use super::steer8::lanes_of;
-    use std::arch::x86_64::*;
-    let ng = ctx.ng;
-    let splat = _mm256_set1_ps;
-    let bits = |m: __m256| _mm256_movemask_ps(m) as u32;
-    let (xs, ys): ([f32; BLOCK], [f32; BLOCK]) = (
-        std::array::from_fn(|l| positions[l].x),
-        std::array::from_fn(|l| positions[l].y),
-    );
-    // SAFETY: each load reads the 8 floats of an array of 8.
-    let (px, py, radius) = unsafe {
-        (
-            _mm256_loadu_ps(xs.as_ptr()),
-            _mm256_loadu_ps(ys.as_ptr()),
-            _mm256_loadu_ps(own_radii.as_ptr()),
-        )
-    };
-    let within = _mm256_add_ps(radius, splat(ng.widest));
-    let mut list = [0u32; NEAR8];
-    let Some(listed) = ng.near8(block, lanes, (px, py), within, &mut list) else {
-        return false;
-    };
-    let searching = lanes_of(lanes);
-    let zero = _mm256_setzero_ps();
-    let (mut shift_x, mut shift_y) = (zero, zero);
-    let mut coincident = 0u32;
-    for &e in &list[..listed] {
-        let e = e as usize;
-        let (x, y) = (ng.xs[e], ng.ys[e]);
-        let d2 = distances8(px, py, x, y, e.wrapping_sub(block));
-        let touch = _mm256_add_ps(radius, splat(ctx.radii[e]));
-        let hit = _mm256_and_ps(
-            _mm256_cmp_ps::<_CMP_LT_OQ>(d2, _mm256_mul_ps(touch, touch)),
-            searching,
-        );
-        let d = _mm256_sqrt_ps(d2);
-        coincident |= bits(_mm256_and_ps(
-            hit,
-            _mm256_cmp_ps::<_CMP_LE_OQ>(d, splat(1e-5)),
-        ));
-        let (dx, dy) = (_mm256_sub_ps(px, splat(x)), _mm256_sub_ps(py, splat(y)));
-        let half = _mm256_mul_ps(_mm256_sub_ps(touch, d), splat(0.5));
-        // (Adding +0 in the other lanes keeps their sums: a sum that starts at +0 is never -0.)
-        let push_x = _mm256_mul_ps(_mm256_div_ps(dx, d), half);
-        let push_y = _mm256_mul_ps(_mm256_div_ps(dy, d), half);
-        shift_x = _mm256_add_ps(shift_x, _mm256_and_ps(push_x, hit));
-        shift_y = _mm256_add_ps(shift_y, _mm256_and_ps(push_y, hit));
-    }
-    let (mut sx, mut sy) = ([0.0f32; BLOCK], [0.0f32; BLOCK]);
-    // SAFETY: each store writes 8 floats into an array of 8.
-    unsafe {
-        _mm256_storeu_ps(sx.as_mut_ptr(), shift_x);
-        _mm256_storeu_ps(sy.as_mut_ptr(), shift_y);
-    }
-    #[cfg(test)]
-    ctx.eight_pushes
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut rest = lanes;
-    while rest != 0 {
-        let l = rest.trailing_zeros() as usize;
-        rest &= rest - 1;
-        if coincident & (1 << l) != 0 {
-            let (pos, flag) = (&mut positions[l], &mut flags[l]);
-            let mut unused = 0;
-            push_apart::<false, true>(
-                ng,
-                ctx.radii,
-                &ctx.walls,
-                false,
-                block + l,
-                pos,
-                flag,
-                &mut unused,
-            );
-        } else {
-            let shift = Vec2::new(sx[l], sy[l]);
-            if shift != Vec2::ZERO {
-                let cell = ctx.walls.grid.cell_size();
-                let p = positions[l];
-                positions[l] =
-                    ctx.walls
-                        .slide(p, shift.clamp_length_max(0.45 * cell), own_radii[l]);
-                flags[l] |= PUSHED;
-            }
-        }
-    }
-    true
 }
 
 /// Bit `l` of the flag `flag` (a single bit) of byte `l` of `word` (eight agents' flags).
@@ -650,7 +478,8 @@ fn flag_lanes(word: u64, flag: u8) -> u32 {
 
 /// [`pass_rows`] one agent at a time.
 #[inline(always)]
-fn pass_one_by_one<const CLEARANCE: bool, const AVX2: bool>(
+fn pass_one_by_one<const CLEARANCE: bool>(
+    level: impl Level,
     ctx: &PassContext,
     first: usize,
     positions: &mut [Vec2],
@@ -673,7 +502,8 @@ fn pass_one_by_one<const CLEARANCE: bool, const AVX2: bool>(
                 if flags[k] & ALIVE != 0 {
                     let (pos, flags, clear) =
                         (&mut positions[k], &mut flags[k], &mut clearances[k]);
-                    push_apart::<CLEARANCE, AVX2>(
+                    push_apart::<CLEARANCE>(
+                        level,
                         ng,
                         radii,
                         &ctx.walls,
@@ -696,37 +526,8 @@ fn pass_one_by_one<const CLEARANCE: bool, const AVX2: bool>(
         // (Left set if the last pass pushed too many to list.)
         *flags &= !PUSHED;
         if *flags & ALIVE != 0 {
-            push_apart::<CLEARANCE, AVX2>(ng, radii, &ctx.walls, may_skip, i, pos, flags, clear);
+            push_apart::<CLEARANCE>(level, ng, radii, &ctx.walls, may_skip, i, pos, flags, clear);
         }
-    }
-}
-
-/// Bit `l` set where clearance `l` (`f32` bits), less `less`, exceeds radius `l` plus `widest`
-/// plus `slack`: `push_apart`'s skip test, with the same bits, eight at once.
-#[inline(always)]
-fn far_mask(clear: &[u32; BLOCK], radii: &[f32; BLOCK], less: f32, widest: f32, slack: f32) -> u32 {
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    // SAFETY: SSE2 is enabled at compile time (the cfg; every x86-64 CPU has it); each
-    // unaligned load reads 4 values at offset 0 or 4 of an array of 8.
-    // `skipping_agents_clear_of_everyone_changes_no_bits` covers it.
-    unsafe {
-        use std::arch::x86_64::*;
-        let half = |l: usize| {
-            let c = _mm_loadu_ps(clear.as_ptr().add(l).cast());
-            let r = _mm_loadu_ps(radii.as_ptr().add(l));
-            let bound = _mm_sub_ps(c, _mm_set1_ps(less));
-            let within = _mm_add_ps(r, _mm_set1_ps(widest));
-            _mm_movemask_ps(_mm_cmpgt_ps(bound, _mm_add_ps(within, _mm_set1_ps(slack)))) as u32
-        };
-        half(0) | half(4) << 4
-    }
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-    {
-        let mut far = 0;
-        for (l, (&c, &r)) in clear.iter().zip(radii).enumerate() {
-            far |= ((f32::from_bits(c) - less > r + widest + slack) as u32) << l;
-        }
-        far
     }
 }
 
@@ -734,7 +535,8 @@ fn far_mask(clear: &[u32; BLOCK], radii: &[f32; BLOCK], less: f32, widest: f32, 
 /// everyone it touched where it stood or touches where it stands (see
 /// [`Crowd::marked_pass`]). The flags are read eight at a time: most words have none.
 #[inline(always)]
-fn mark_rows<const AVX2: bool>(
+pub(crate) fn mark_rows(
+    level: impl Level,
     ng: &NeighbourGrid,
     first: usize,
     flags: &[u8],
@@ -749,117 +551,9 @@ fn mark_rows<const AVX2: bool>(
         while pushed != 0 {
             let m = first + w * BLOCK + pushed.trailing_zeros() as usize;
             pushed &= pushed - 1;
-            ng.for_each_touched::<AVX2>(m, positions[m], radii[m], |j| marks.set(j));
+            ng.for_each_touched(level, m, positions[m], radii[m], |j| marks.set(j));
         }
     }
-}
-
-/// [`mark_rows`] compiled for x86-64-v3.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-fn mark_rows_v3(
-    ng: &NeighbourGrid,
-    first: usize,
-    flags: &[u8],
-    positions: &[Vec2],
-    radii: &[f32],
-    marks: &MarkBits,
-) {
-    mark_rows::<true>(ng, first, flags, positions, radii, marks)
-}
-
-/// [`pass_rows`] compiled for x86-64-v3.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-fn pass_rows_v3<const CLEARANCE: bool>(
-    ctx: &PassContext,
-    first: usize,
-    positions: &mut [Vec2],
-    flags: &mut [u8],
-    clearances: &mut [u32],
-) {
-    pass_rows::<CLEARANCE, true>(ctx, first, positions, flags, clearances)
-}
-
-impl Isa {
-    /// [`clearance_levels`], in this compilation.
-    fn levels(self, flags: &mut [u8], clear: &[u32], less: f32, inv_unit: f32, reach: u8) -> u32 {
-        match self {
-            Isa::Baseline => clearance_levels(flags, clear, less, inv_unit, reach),
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: as in `Isa::update`.
-            Isa::V3 => unsafe { clearance_levels_v3(flags, clear, less, inv_unit, reach) },
-        }
-    }
-}
-
-/// Each agent's clearance (`f32` bits), less `less`, in levels of `1 / inv_unit` rounded down,
-/// into the flags' clearance bits; returns how many reach `reach` levels. Four at a time in SSE2
-/// (the compiler does not vectorise the conversion to an integer on its own), the rest one by
-/// one, with the same levels.
-#[inline(always)]
-fn clearance_levels(flags: &mut [u8], clear: &[u32], less: f32, inv_unit: f32, reach: u8) -> u32 {
-    let mut count = 0u32;
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-    let done = 0;
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    let done = {
-        use std::arch::x86_64::*;
-        let whole = flags.len().min(clear.len()) / 4 * 4;
-        let low_bits = u32::from_ne_bytes([(1 << CLEARANCE_SHIFT) - 1; 4]);
-        for (flags, clear) in flags[..whole]
-            .chunks_exact_mut(4)
-            .zip(clear.chunks_exact(4))
-        {
-            let flags: &mut [u8; 4] = flags.try_into().expect("4");
-            // SAFETY: SSE2 is enabled at compile time (the cfg; every x86-64 CPU has it); the
-            // load reads the 4 values of a chunk of 4. `levels_four_at_a_time_match_one_at_a_time`
-            // covers it.
-            let (levels, reached) = unsafe {
-                let c = _mm_castsi128_ps(_mm_loadu_si128(clear.as_ptr().cast()));
-                let bound = _mm_mul_ps(_mm_sub_ps(c, _mm_set1_ps(less)), _mm_set1_ps(inv_unit));
-                // As `level` below: `max` takes NaN to 0, then the clamped level converts
-                // exactly (truncated: rounded down).
-                let clamped = _mm_min_ps(
-                    _mm_max_ps(bound, _mm_setzero_ps()),
-                    _mm_set1_ps(CLEARANCE_LEVELS),
-                );
-                let level = _mm_cvttps_epi32(clamped);
-                let reached = _mm_cmpgt_epi32(level, _mm_set1_epi32(reach as i32 - 1));
-                let bytes = _mm_packus_epi16(_mm_packs_epi32(level, level), level);
-                (
-                    _mm_cvtsi128_si32(bytes) as u32,
-                    _mm_movemask_ps(_mm_castsi128_ps(reached)).count_ones(),
-                )
-            };
-            let word = u32::from_ne_bytes(*flags);
-            *flags = ((word & low_bits) | (levels << CLEARANCE_SHIFT)).to_ne_bytes();
-            count += reached;
-        }
-        whole
-    };
-    for (flags, &clearance) in flags[done..].iter_mut().zip(&clear[done..]) {
-        let bound = (f32::from_bits(clearance) - less) * inv_unit;
-        // Rounded down (and NaN to 0): still a lower bound. (`clamp` would keep NaN.)
-        #[allow(clippy::manual_clamp)]
-        let level = bound.max(0.0).min(CLEARANCE_LEVELS) as i32 as u8;
-        *flags = *flags & ((1 << CLEARANCE_SHIFT) - 1) | level << CLEARANCE_SHIFT;
-        count += (level >= reach) as u32;
-    }
-    count
-}
-
-/// [`clearance_levels`] compiled for x86-64-v3.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-fn clearance_levels_v3(
-    flags: &mut [u8],
-    clear: &[u32],
-    less: f32,
-    inv_unit: f32,
-    reach: u8,
-) -> u32 {
-    clearance_levels(flags, clear, less, inv_unit, reach)
 }
 
 #[cfg(test)]
@@ -949,7 +643,7 @@ mod tests {
                 a.add_agent(&cost, params).unwrap();
             }
             let mut b = a.clone();
-            b.search_everyone = true;
+            b.test.search_everyone = true;
             let groups = [Group { flow: &f, goal }];
             for step in 0..120 {
                 match a.dense_steps {
@@ -964,9 +658,9 @@ mod tests {
                 };
                 assert!(bits(&a) == bits(&b), "dt {dt}, step {step}");
             }
-            assert_eq!((b.sparse_passes, b.marked_passes), (0, 0));
-            sparse += a.sparse_passes;
-            marked += a.marked_passes;
+            assert_eq!((b.test.sparse_passes, b.test.marked_passes), (0, 0));
+            sparse += a.test.sparse_passes;
+            marked += a.test.marked_passes;
         }
         assert!(
             measured > 20 && dense > 20 && sparse > 20 && marked > 20,

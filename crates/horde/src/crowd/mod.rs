@@ -5,11 +5,15 @@
 //! writes only each agent's own state, so the result is bit-identical whatever the number of
 //! threads, and the step parallelises without locks (feature `parallel`).
 //!
-//! The stages of a step sit beside this file, split as DetourCrowd splits its own:
-//! `neighbours` (the proximity grid: who stands near whom, and how far anyone can have moved),
-//! `steer` (each agent's update: its flow field's direction, separation from its nearest
-//! neighbours, its velocity and its move), `walls` (the hard-wall rule every move obeys) and
-//! `collide` (the collision passes that push overlapping agents apart after the update).
+//! This file holds the public API (agents, handles, settings, queries); each concern of the
+//! step sits beside it, split as DetourCrowd splits its own: `step` (the step as a list of
+//! stages), `sort` (filing the agents in neighbour-grid order), `neighbours` (the proximity
+//! grid: who stands near whom, and how far anyone can have moved), `density` (when the step
+//! keeps clearances), `steer` (each agent's update: its flow field's direction, separation from
+//! its nearest neighbours, its velocity and its move), `walls` (the hard-wall rule every move
+//! obeys), `collide` (the collision passes that push overlapping agents apart after the update)
+//! and `pieces` (the parallel loops). The vector kernels of the update and the passes are in
+//! `crate::simd`.
 
 use glam::{UVec2, Vec2};
 use thiserror::Error;
@@ -18,36 +22,20 @@ use crate::cost::{CostField, WALL};
 use crate::flow::{FLOW_GOAL, FlowField, FlowSample, NoDirection};
 use crate::grid::{Dir8, Grid};
 
-/// `work(k, (first, rest...))` for every piece `k` of `$size` slots of the arrays, each as
-/// mutable slices (in parallel with `parallel`): for loops over slices, such as those compiled
-/// twice, for the baseline CPU and for x86-64-v3 (see [`Isa`]), or those that vectorise.
-macro_rules! each_piece {
-    ($size:expr, $work:expr, $first:expr $(, $rest:expr)*) => {{
-        #[cfg(feature = "parallel")]
-        {
-            use rayon::prelude::*;
-            $first
-                .par_chunks_mut($size)
-                $(.zip($rest.par_chunks_mut($size)))*
-                .enumerate()
-                .for_each($work);
-        }
-        #[cfg(not(feature = "parallel"))]
-        {
-            $first.chunks_mut($size)$(.zip($rest.chunks_mut($size)))*.enumerate().for_each($work);
-        }
-    }};
-}
-
-mod collide;
-mod neighbours;
-mod steer;
-#[cfg(target_arch = "x86_64")]
-mod steer8;
-mod walls;
+#[macro_use]
+pub(crate) mod pieces;
+pub(crate) mod collide;
+pub(crate) mod density;
+pub(crate) mod neighbours;
+mod sort;
+pub(crate) mod steer;
+mod step;
+pub(crate) mod walls;
 
 use collide::*;
+use density::*;
 use neighbours::*;
+use pieces::*;
 use steer::*;
 use walls::*;
 
@@ -321,18 +309,12 @@ pub struct Crowd {
     neighbours: NeighbourGrid,
     /// Per group: how far from the goal its pile of arrived agents reaches (from the last step).
     piles: Vec<f32>,
-    pile_parts: Vec<(f32, f32)>,
-    /// Scratch of the step's parallel reductions, one entry per piece of [`CHUNK`] agents.
-    pile_partials: Vec<(f32, f32)>,
-    partial_counts: Vec<u32>,
-    partial_reach: Vec<(u32, f32)>,
     /// One more than the highest group of a living agent, and the top speed of the fastest;
     /// `None` once an agent is added, removed or sent to another group (a step changes
     /// neither, so steps in a row fold them once).
     highest_and_fastest: Option<(u32, f32)>,
-    partial_moves: Vec<(f32, f32, f32)>,
-    partial_worst: Vec<f32>,
-    partial_stats: Vec<StepStats>,
+    /// What the step's reductions write before they combine it, kept to be reused.
+    scratch: StepScratch,
     /// Slot k is the neighbour grid's entry k (no agent added, removed or moved by hand since
     /// the last sort).
     sorted: bool,
@@ -352,23 +334,40 @@ pub struct Crowd {
     /// One bit per slot: the agents a collision pass after one that pushed too many to list
     /// searches (see `marked_pass`).
     marks: MarkBits,
-    /// Collision passes that searched only the marked agents (for the tests).
+    /// What the tests turn off and count.
     #[cfg(test)]
+    test: TestHooks,
+}
+
+/// Scratch of the step's parallel reductions, one entry per piece of [`CHUNK`] agents (or per
+/// piece and group), reused from step to step: a few bytes per 8192 agents.
+#[derive(Debug, Clone, Default)]
+struct StepScratch {
+    /// Per group: the area and the widest radius of its arrived agents.
+    pile_parts: Vec<(f32, f32)>,
+    pile_partials: Vec<(f32, f32)>,
+    partial_counts: Vec<u32>,
+    partial_reach: Vec<(u32, f32)>,
+    partial_moves: Vec<(f32, f32, f32)>,
+    partial_worst: Vec<f32>,
+    partial_stats: Vec<StepStats>,
+}
+
+/// What the tests switch off to check that it changes no bits, and what they count.
+#[cfg(test)]
+#[derive(Debug, Clone, Default)]
+struct TestHooks {
+    /// Collision passes that searched only the marked agents.
     sparse_passes: u32,
-    /// Collision passes that searched only the agents in `marks` (for the tests).
-    #[cfg(test)]
+    /// Collision passes that searched only the agents in `marks`.
     marked_passes: u32,
-    /// Blocks of eight agents that a collision pass pushed at once (for the tests).
-    #[cfg(test)]
+    /// Blocks of eight agents that a collision pass pushed at once.
     eight_pushes: u32,
-    /// Tests turn the guess at a fresh crowd's density off, to check that it changes nothing.
-    #[cfg(test)]
+    /// No guess at a fresh crowd's density.
     no_density_guess: bool,
-    /// Tests turn skipping searches off, to check that it changes nothing.
-    #[cfg(test)]
+    /// No searches skipped.
     search_everyone: bool,
-    /// Tests run the baseline compilation on a CPU that has x86-64-v3, to compare the bits.
-    #[cfg(test)]
+    /// The baseline compilation, on a CPU that has x86-64-v3, to compare the bits.
     baseline_only: bool,
 }
 
@@ -387,33 +386,24 @@ struct AgentRecord {
     id: u32,
 }
 
-const ALIVE: u8 = 1;
+pub(crate) const ALIVE: u8 = 1;
 /// Neighbour candidates measured together by [`NeighbourGrid::for_each_near`].
-const LANES: usize = 8;
-const STUCK: u8 = 2;
+pub(crate) const LANES: usize = 8;
+pub(crate) const STUCK: u8 = 2;
 /// During a step's collision passes (when the clearance bits of the flags are free): pushed by
 /// the last pass, and marked for the next one.
-const PUSHED: u8 = 4;
-const MARKED: u8 = 8;
+pub(crate) const PUSHED: u8 = 4;
+pub(crate) const MARKED: u8 = 8;
 /// The flags above these two bits carry an agent's clearance from one step to the next, in
 /// multiples of the crowd's `clearance_unit`, rounded down.
-const CLEARANCE_SHIFT: u32 = 2;
+pub(crate) const CLEARANCE_SHIFT: u32 = 2;
 /// The largest clearance the flags hold, in units.
-const CLEARANCE_LEVELS: f32 = 63.0;
-/// Steps that a dense crowd goes without clearances before they are measured again (four times
-/// as many where hardly anyone was clear).
-const DENSE_STEPS: u32 = 15;
+pub(crate) const CLEARANCE_LEVELS: f32 = 63.0;
 /// The agents are sorted again once anyone may have moved this far (in cells of the neighbour
 /// grid) from where it was filed: further, and searches would have to look too far round.
-const RESORT_DRIFT: f32 = 0.25;
+pub(crate) const RESORT_DRIFT: f32 = 0.25;
 /// Steps at most between two sorts.
-const MAX_UNSORTED_STEPS: u32 = 4;
-
-/// A collision pass after one that flagged more than one agent in this many goes over everyone
-/// instead of marking those near the flagged (see `Crowd::marked_pass`): measured on a million
-/// agents on 1024 × 1024, marking is 8 % slower with half of them flagged and 8 % faster with
-/// one in fourteen.
-const MARK_BELOW_EVERY_NTH: usize = 4;
+pub(crate) const MAX_UNSORTED_STEPS: u32 = 4;
 
 impl Crowd {
     /// An empty crowd on a grid (the map its agents walk on).
@@ -454,34 +444,18 @@ impl Crowd {
             free_ids: Vec::new(),
             alive: 0,
             piles: Vec::new(),
-            pile_parts: Vec::new(),
-            pile_partials: Vec::new(),
-            partial_counts: Vec::new(),
-            partial_reach: Vec::new(),
             highest_and_fastest: None,
-            partial_moves: Vec::new(),
-            partial_worst: Vec::new(),
-            partial_stats: Vec::new(),
+            scratch: StepScratch::default(),
             sorted: false,
             clearance_unit: 0.0,
             dense_steps: 0,
             unsorted_steps: 0,
             snapshot_current: false,
-            #[cfg(test)]
-            search_everyone: false,
-            #[cfg(test)]
-            baseline_only: false,
             pushed: Vec::new(),
             marked: Vec::new(),
             marks: MarkBits::default(),
             #[cfg(test)]
-            sparse_passes: 0,
-            #[cfg(test)]
-            marked_passes: 0,
-            #[cfg(test)]
-            eight_pushes: 0,
-            #[cfg(test)]
-            no_density_guess: false,
+            test: TestHooks::default(),
         })
     }
 
@@ -622,90 +596,6 @@ impl Crowd {
         self.anchors.push(r.anchor);
         self.timers.push(r.timer);
         self.ids.push(r.id);
-    }
-
-    /// Sort the living agents by neighbour-grid cell, dropping removed ones, so that afterwards
-    /// slot `k` is the grid's entry `k`. The grid's snapshot already holds the positions in the
-    /// new order, so the old positions' buffer serves as scratch through which every other
-    /// array is gathered (in parallel): sorting costs no memory beyond the grid.
-    fn sort_agents(&mut self) {
-        self.rebuild_neighbours();
-        let live = self.neighbours.slots.len();
-        let order = &self.neighbours.slots;
-        let mut scratch = std::mem::take(&mut self.positions);
-        scratch.resize(scratch.len().max(live), Vec2::ZERO);
-
-        let velocities = &self.velocities;
-        gather(order, &mut scratch, |o| velocities[o]);
-        std::mem::swap(&mut self.velocities, &mut scratch);
-        self.velocities.truncate(live);
-        scratch.resize(scratch.len().max(live), Vec2::ZERO);
-
-        // The other fields go two at a time, as the bits of a `Vec2`'s lanes (moving an `f32`
-        // keeps its bits exactly).
-        let (radii, speeds) = (&self.radii, &self.max_speeds);
-        gather(order, &mut scratch, |o| Vec2::new(radii[o], speeds[o]));
-        unpack(
-            &scratch[..live],
-            &mut self.radii,
-            &mut self.max_speeds,
-            |v| (v.x, v.y),
-        );
-        let (anchors, timers) = (&self.anchors, &self.timers);
-        gather(order, &mut scratch, |o| Vec2::new(anchors[o], timers[o]));
-        unpack(&scratch[..live], &mut self.anchors, &mut self.timers, |v| {
-            (v.x, v.y)
-        });
-        let (ids, groups, flags) = (&self.ids, &self.groups, &self.flags);
-        gather(order, &mut scratch, |o| {
-            let tag = groups[o] as u32 | (flags[o] as u32) << 16;
-            Vec2::new(f32::from_bits(ids[o]), f32::from_bits(tag))
-        });
-        self.ids.resize(live, 0);
-        self.groups.resize(live, 0);
-        self.flags.resize(live, 0);
-        let tags = &scratch[..live];
-        type Tags<'t> = (usize, ((&'t mut [u32], &'t mut [u16]), &'t mut [u8]));
-        let work = |(c, ((ids, groups), flags)): Tags| {
-            let entries = ids.iter_mut().zip(groups).zip(flags);
-            for (((id, group), flags), tag) in entries.zip(&tags[c * CHUNK..]) {
-                let bits = tag.y.to_bits();
-                (*id, *group, *flags) = (tag.x.to_bits(), bits as u16, (bits >> 16) as u8);
-            }
-        };
-        each_piece!(CHUNK, work, self.ids, self.groups, self.flags);
-        self.states.clear();
-        self.states.extend_from_slice(&self.neighbours.states);
-        // Each id's new slot is the new slot of its old one. Where each old slot went is parked
-        // as bits in the scratch, each thread taking a run of old slots (reading the whole
-        // order, which mostly keeps them in place); then each id reads its own, its removed
-        // ones keeping none. (Writing each slot at its id instead costs a third more: the ids
-        // lie in no order the sort keeps, and random writes cost more than random reads.)
-        let width = scratch.len().div_ceil(sort_parts()).max(1);
-        each_chunk(&mut scratch, width, |c, run| {
-            let lo = c * width;
-            for (k, &old) in order.iter().enumerate() {
-                let at = (old as usize).wrapping_sub(lo);
-                if at < run.len() {
-                    run[at].x = f32::from_bits(k as u32);
-                }
-            }
-        });
-        let went = &scratch;
-        each_chunk(&mut self.id_slots, CHUNK, |_, piece| {
-            for slot in piece {
-                if *slot != u32::MAX {
-                    *slot = went[*slot as usize].x.to_bits();
-                }
-            }
-        });
-
-        scratch.truncate(live);
-        let ng = &self.neighbours;
-        fill(&mut scratch, |k| ng.point(k));
-        self.positions = scratch;
-        self.sorted = true;
-        self.snapshot_current = true;
     }
 
     /// The map grid.
@@ -961,352 +851,14 @@ impl Crowd {
         Err(CrowdError::NoWalkableCell { x: p.x, y: p.y })
     }
 
-    /// Advance every agent by `dt` seconds. `groups[k]` is the field and goal of the agents with
-    /// `group == k`. O(agents × neighbours): the neighbour grid has at most one cell per two
-    /// agents.
-    ///
-    /// ```
-    /// use glam::{UVec2, Vec2};
-    /// use horde::crowd::{AgentParams, AgentState, Crowd, CrowdConfig, Group};
-    /// use horde::{CostField, CostModel, FlowField, Grid, IntegrationBuilder};
-    /// let cost = CostField::new(Grid::new(32, 32).unwrap());
-    /// let goal = UVec2::new(30, 30);
-    /// let mut b = IntegrationBuilder::new();
-    /// b.build(&cost, &[goal], CostModel::TenFourteen).unwrap();
-    /// let mut flow = FlowField::new(*cost.grid());
-    /// b.flow_into(&mut flow).unwrap();
-    /// let mut crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
-    /// let a = crowd.add_agent(&cost, AgentParams {
-    ///     position: Vec2::new(2.5, 2.5), radius: 0.4, max_speed: 4.0, group: 0,
-    /// }).unwrap();
-    /// let groups = [Group { flow: &flow, goal: cost.grid().cell_center(goal) }];
-    /// for _ in 0..400 {
-    ///     crowd.step(0.05, &cost, &groups).unwrap();
-    /// }
-    /// assert_eq!(crowd.state(a).unwrap(), AgentState::Arrived);
-    /// ```
-    pub fn step(
-        &mut self,
-        dt: f32,
-        cost: &CostField,
-        groups: &[Group],
-    ) -> Result<StepStats, CrowdError> {
-        if !(dt.is_finite() && dt >= 0.0) {
-            return Err(CrowdError::BadValue {
-                what: "dt",
-                value: dt,
-                reason: "must be a finite number, 0 or above",
-            });
-        }
-        self.check_grid("cost field", cost.grid())?;
-        for g in groups {
-            self.check_grid("flow field", g.flow.grid())?;
-            finite_vec("group goal", g.goal)?;
-        }
-        let (highest, fastest) = match self.highest_and_fastest {
-            Some(reach) => reach,
-            None => {
-                let (flags, group_of) = (&self.flags, &self.groups);
-                let max_speeds = &self.max_speeds;
-                let reach = fold_chunks(
-                    self.flags.len(),
-                    &mut self.partial_reach,
-                    (0, 0.0f32),
-                    |range| {
-                        range
-                            .filter(|&i| flags[i] & ALIVE != 0)
-                            .fold((0, 0.0f32), |(g, v), i| {
-                                (g.max(group_of[i] as u32 + 1), larger(v, max_speeds[i]))
-                            })
-                    },
-                    |a, b| (a.0.max(b.0), a.1.max(b.1)),
-                );
-                self.highest_and_fastest = Some(reach);
-                reach
-            }
-        };
-        if highest as usize > groups.len() {
-            let i = (0..self.flags.len())
-                .find(|&i| self.flags[i] & ALIVE != 0 && self.groups[i] as usize >= groups.len())
-                .expect("an agent of a missing group");
-            return Err(CrowdError::NoSuchGroup {
-                id: self.ids[i],
-                group: self.groups[i],
-                groups: groups.len(),
-            });
-        }
-        let due = !self.sorted || self.unsorted_steps >= MAX_UNSORTED_STEPS;
-        if !due {
-            // Bring the snapshot up to the positions the step starts from, so that the drift
-            // (and the choice below) measures where everyone stands, whichever way the last step
-            // went. (A sort takes them all afresh.)
-            self.refresh_snapshot();
-        }
-        let fresh = !self.sorted;
-        let ng = &self.neighbours;
-        if due || ng.drift > RESORT_DRIFT * ng.cell {
-            self.sort_agents();
-            self.unsorted_steps = 0;
-            // Agents just added or put somewhere have no clearances to skip searches with, and
-            // measuring them (see `keep_clearances`) costs a dense crowd more than half a step
-            // again: guess from the grid instead. (Either way this step's moves come out the
-            // same; only its work differs, and with it the bounds that decide when the next
-            // sort comes.)
-            #[cfg(test)]
-            let fresh = fresh && !self.no_density_guess;
-            if fresh && self.dense_steps == 0 {
-                self.dense_steps = self.guess_dense_steps();
-            }
-        } else {
-            // Everyone is still filed near enough to where it stands: keep the grid (the drift
-            // covers the difference) and take the states the step starts from.
-            self.unsorted_steps += 1;
-            self.neighbours.states.copy_from_slice(&self.states);
-        }
-        let track = self.dense_steps == 0;
-        self.make_room_for_few();
-        // Everyone is about to move.
-        self.snapshot_current = false;
-        // A little more than a walking step (a few agents go a little further, nudged off a
-        // neighbour or a wall): see `since` below.
-        let calm = fastest * dt * 1.02;
-        let ng = &mut self.neighbours;
-        ng.cap = 4.0 * larger(self.config.separation_radius, 2.0 * ng.widest);
-        if !track {
-            self.dense_steps -= 1;
-            self.clearance_unit = 0.0;
-            // A crowd still pressed together by the grid's count would measure next step only
-            // to find hardly anyone clear (a step and a half of work for nothing): it waits
-            // another while.
-            #[cfg(test)]
-            let guess = !self.no_density_guess;
-            #[cfg(not(test))]
-            let guess = true;
-            if guess && self.dense_steps == 0 && self.guess_dense_steps() == 4 * DENSE_STEPS {
-                self.dense_steps = 4 * DENSE_STEPS;
-            }
-        }
-        // The sort order is not needed again this step: its buffer holds each agent's clearance
-        // (see `collision_pass`), so that costs no memory.
-        let mut clearances = std::mem::take(&mut self.neighbours.slots);
-        let ctx = StepContext {
-            dt,
-            config: &self.config,
-            grid: self.grid,
-            costs: cost.costs(),
-            groups,
-            neighbours: &self.neighbours,
-            radii: &self.radii,
-            max_speeds: &self.max_speeds,
-            group_of: &self.groups,
-            piles: &self.piles,
-            clearance_unit: self.clearance_unit,
-            track_clearances: track,
-            calm,
-        };
-        // Each agent writes only its own entries; everything it reads of others is the snapshot
-        // in the neighbour grid. So the step runs in place, in any order, on any thread count.
-        let isa = self.isa();
-        let work = |(k, ((((((pos, vel), state), anchor), timer), flags), clear)): AgentPiece| {
-            let rows = AgentRows {
-                first: k * PIECE,
-                positions: pos,
-                velocities: vel,
-                states: state,
-                anchors: anchor,
-                timers: timer,
-                flags,
-                clearances: clear,
-            };
-            isa.update(&ctx, rows);
-        };
-        each_piece!(
-            PIECE,
-            work,
-            self.positions,
-            self.velocities,
-            self.states,
-            self.anchors,
-            self.timers,
-            self.flags,
-            clearances
-        );
-        // What is known of the moves since the snapshot was last refreshed: everyone but the
-        // agents in `pushed` moved at most this far (see `NeighbourGrid::take_moves`). The
-        // step flagged those that moved further than walking pace (knocked by an overlap).
-        let mut since = (track && self.list_pushed(false)).then_some(calm);
+    /// The x86-64-v3 token if this CPU runs that compilation of the per-agent loops (`None`:
+    /// the baseline one).
+    fn isa(&self) -> Option<crate::simd::V3> {
         #[cfg(test)]
-        if let Some(calm) = since {
-            // The promise that the collision passes' bookkeeping rests on.
-            for k in 0..self.positions.len() {
-                let own = move_bound(self.positions[k] - self.neighbours.point(k));
-                let listed = self.pushed.contains(&(k as u32));
-                assert!(own <= calm || listed, "agent {k} went {own}, past {calm}");
-            }
+        if self.test.baseline_only {
+            return None;
         }
-        for pass in 0..self.config.collision_passes {
-            let sparse = pass > 0 && since == Some(0.0);
-            // After a pass that pushed too many to list: those it pushed are flagged (see
-            // `list_pushed`).
-            let flagged = pass > 0 && since.is_none();
-            #[cfg(test)]
-            let (sparse, flagged) = (
-                sparse && !self.search_everyone,
-                flagged && !self.search_everyone,
-            );
-            // Marking those near the flagged pays while they are few; when many are flagged
-            // (a crowd pressed together) nearly everyone is marked, and the marking is a second
-            // search of each: then the pass goes over everyone (the same bits either way).
-            let flagged = flagged && self.count_flagged() * MARK_BELOW_EVERY_NTH < self.alive;
-            if flagged {
-                if track {
-                    self.marked_pass::<true>(cost, &mut clearances);
-                } else {
-                    self.marked_pass::<false>(cost, &mut clearances);
-                }
-                since = self.list_pushed(false).then_some(0.0);
-                continue;
-            }
-            let sparse = if track {
-                self.collision_pass::<true>(cost, &mut clearances, since, sparse)
-            } else {
-                self.collision_pass::<false>(cost, &mut clearances, since, sparse)
-            };
-            since = self.list_pushed(sparse).then_some(0.0);
-        }
-        if track {
-            self.keep_clearances(&mut clearances, since);
-        }
-        self.neighbours.slots = clearances;
-        // The pile round each goal: arrived agents packed at about 80 % density fill a disc of
-        // radius sqrt(sum of their areas / 0.8), plus the arrival radius and a body of slack.
-        // (Area and widest radius per group, gathered in the reused `pile_parts`.)
-        // Summed piece by piece in parallel, then the pieces in order: deterministic. The same
-        // pass counts the states.
-        let n = self.positions.len();
-        let g = groups.len().max(1);
-        let (flags, states, radii, group_of) =
-            (&self.flags, &self.states, &self.radii, &self.groups);
-        let pieces = n.div_ceil(CHUNK);
-        self.pile_partials.clear();
-        self.pile_partials.resize(pieces * g, (0.0, 0.0));
-        self.partial_stats.clear();
-        self.partial_stats.resize(pieces, StepStats::default());
-        type Piece<'p> = (usize, (&'p mut [(f32, f32)], &'p mut StepStats));
-        let work = |(c, (parts, stats)): Piece| {
-            for i in c * CHUNK..((c + 1) * CHUNK).min(n) {
-                if flags[i] & ALIVE == 0 {
-                    continue;
-                }
-                match states[i] {
-                    AgentState::Moving => stats.moving += 1,
-                    AgentState::Arrived => {
-                        stats.arrived += 1;
-                        let (area, widest) = &mut parts[group_of[i] as usize];
-                        *area += std::f32::consts::PI * radii[i] * radii[i];
-                        *widest = widest.max(radii[i]);
-                    }
-                    AgentState::NoPath => stats.no_path += 1,
-                }
-                stats.stuck += (flags[i] & STUCK != 0) as usize;
-            }
-        };
-        #[cfg(feature = "parallel")]
-        {
-            use rayon::prelude::*;
-            self.pile_partials
-                .par_chunks_mut(g)
-                .zip(self.partial_stats.par_iter_mut())
-                .enumerate()
-                .for_each(work);
-        }
-        #[cfg(not(feature = "parallel"))]
-        self.pile_partials
-            .chunks_mut(g)
-            .zip(self.partial_stats.iter_mut())
-            .enumerate()
-            .for_each(work);
-        self.pile_parts.clear();
-        self.pile_parts.resize(groups.len(), (0.0, 0.0));
-        for parts in self.pile_partials.chunks(g) {
-            for (total, part) in self.pile_parts.iter_mut().zip(parts) {
-                total.0 += part.0;
-                total.1 = total.1.max(part.1);
-            }
-        }
-        self.piles.clear();
-        self.piles.extend(self.pile_parts.iter().map(|&(a, r)| {
-            self.config.arrival_radius + (a / (0.8 * std::f32::consts::PI)).sqrt() + 2.0 * r
-        }));
-        let stats = self
-            .partial_stats
-            .iter()
-            .fold(StepStats::default(), |a, b| StepStats {
-                moving: a.moving + b.moving,
-                arrived: a.arrived + b.arrived,
-                no_path: a.no_path + b.no_path,
-                stuck: a.stuck + b.stuck,
-            });
-        Ok(stats)
-    }
-
-    /// The compilation of the per-agent loops that this CPU runs.
-    fn isa(&self) -> Isa {
-        #[cfg(test)]
-        if self.baseline_only {
-            return Isa::Baseline;
-        }
-        Isa::detect()
-    }
-
-    /// Take the current positions into the neighbour grid's snapshot, keeping the grid. Only
-    /// while slot k is entry k (`sorted`). The clearances that the last step left in the sort
-    /// order's buffer are not read again, so they are left as they are.
-    fn refresh_snapshot(&mut self) {
-        if self.snapshot_current {
-            // Nothing moved since: the refresh would change no bits.
-            #[cfg(test)]
-            for (k, &p) in self.positions.iter().enumerate() {
-                assert!(p == self.neighbours.point(k), "agent {k} moved since");
-            }
-            return;
-        }
-        self.snapshot_current = true;
-        let mut scratch = std::mem::take(&mut self.neighbours.slots);
-        scratch.resize(self.positions.len(), 0);
-        self.neighbours.refresh_points::<false>(
-            &self.positions,
-            &mut scratch,
-            &mut self.partial_moves,
-        );
-        self.neighbours.slots = scratch;
-    }
-
-    /// How many steps to go without clearances, guessed from the grid's occupied cells (see
-    /// [`NeighbourGrid::clear_share`]) with the rule `keep_clearances` applies to the measured
-    /// share of agents clear of the separation reach: none for one in 8 or more, four times
-    /// as many under one in 64. O(cells).
-    fn guess_dense_steps(&self) -> u32 {
-        let ng = &self.neighbours;
-        let reach = self.config.separation_radius.max(2.0 * ng.widest);
-        let clear = ng.clear_share(self.alive, reach);
-        if clear * 64.0 < 1.0 {
-            4 * DENSE_STEPS
-        } else if clear * 8.0 < 1.0 {
-            DENSE_STEPS
-        } else {
-            0
-        }
-    }
-
-    fn rebuild_neighbours(&mut self) {
-        self.neighbours.rebuild(
-            &self.positions,
-            &self.flags,
-            &self.radii,
-            &self.states,
-            self.alive,
-        );
+        crate::simd::cpu().v3
     }
 
     /// The worst overlap between two agents right now, as a fraction of the sum of their radii
@@ -1333,7 +885,7 @@ impl Crowd {
         let (ng, radii, flags) = (&self.neighbours, &self.radii, &self.flags);
         fold_chunks(
             self.positions.len(),
-            &mut self.partial_worst,
+            &mut self.scratch.partial_worst,
             0.0f32,
             |range| {
                 let mut worst = 0.0f32;
@@ -1353,93 +905,6 @@ impl Crowd {
     }
 }
 
-/// Agents per piece of a [`fold_chunks`] or [`each_chunk`] reduction.
-const CHUNK: usize = 8192;
-
-/// Fold `0..n` in pieces of [`CHUNK`] (in parallel with `parallel`), then combine the pieces'
-/// results in order: the same bits whatever the number of threads, even for float sums.
-fn fold_chunks<T: Copy + Send + Sync>(
-    n: usize,
-    partials: &mut Vec<T>,
-    identity: T,
-    part: impl Fn(std::ops::Range<usize>) -> T + Sync,
-    combine: impl Fn(T, T) -> T,
-) -> T {
-    partials.clear();
-    partials.resize(n.div_ceil(CHUNK), identity);
-    each_chunk(partials, 1, |c, out| {
-        out[0] = part(c * CHUNK..((c + 1) * CHUNK).min(n))
-    });
-    partials.iter().copied().fold(identity, combine)
-}
-
-/// Call `work(c, &mut out[c * width..(c + 1) * width])` for every piece `c` (in parallel with
-/// `parallel`).
-fn each_chunk<T: Send>(out: &mut [T], width: usize, work: impl Fn(usize, &mut [T]) + Sync) {
-    #[cfg(feature = "parallel")]
-    {
-        use rayon::prelude::*;
-        out.par_chunks_mut(width)
-            .enumerate()
-            .for_each(|(c, o)| work(c, o));
-    }
-    #[cfg(not(feature = "parallel"))]
-    for (c, o) in out.chunks_mut(width).enumerate() {
-        work(c, o);
-    }
-}
-
-/// `work(c, piece)` for each piece of `width` of `items` (in parallel with `parallel`).
-fn each_chunk_of<T: Sync>(items: &[T], width: usize, work: impl Fn(usize, &[T]) + Sync) {
-    #[cfg(feature = "parallel")]
-    {
-        use rayon::prelude::*;
-        items
-            .par_chunks(width)
-            .enumerate()
-            .for_each(|(c, o)| work(c, o));
-    }
-    #[cfg(not(feature = "parallel"))]
-    for (c, o) in items.chunks(width).enumerate() {
-        work(c, o);
-    }
-}
-
-/// `out[k] = value(k)` for every `k` (in parallel with `parallel`). Piece by piece, each a
-/// plain loop: rayon's per-item iterators cost twice as much per entry here.
-fn fill<T: Send>(out: &mut [T], value: impl Fn(usize) -> T + Sync) {
-    each_chunk(out, CHUNK, |c, piece| {
-        for (k, o) in (c * CHUNK..).zip(piece) {
-            *o = value(k);
-        }
-    });
-}
-
-/// `out[k] = value(order[k])` for every sorted entry `k` (in parallel with `parallel`).
-fn gather(order: &[u32], out: &mut [Vec2], value: impl Fn(usize) -> Vec2 + Sync) {
-    fill(&mut out[..order.len()], |k| value(order[k] as usize));
-}
-
-/// Split gathered pairs back into their two arrays, which end up `packed.len()` long.
-fn unpack<A, B>(
-    packed: &[Vec2],
-    a: &mut Vec<A>,
-    b: &mut Vec<B>,
-    split: impl Fn(Vec2) -> (A, B) + Sync,
-) where
-    A: Copy + Default + Send,
-    B: Copy + Default + Send,
-{
-    a.resize(packed.len(), A::default());
-    b.resize(packed.len(), B::default());
-    let work = |(c, (a, b)): (usize, (&mut [A], &mut [B]))| {
-        for ((a, b), &v) in a.iter_mut().zip(b).zip(&packed[c * CHUNK..]) {
-            (*a, *b) = split(v);
-        }
-    };
-    each_piece!(CHUNK, work, a, b);
-}
-
 /// The larger of two numbers that are not NaN: one instruction, where `f32::max` needs several
 /// to handle NaN.
 #[inline(always)]
@@ -1449,7 +914,7 @@ fn larger(a: f32, b: f32) -> f32 {
 
 /// The smaller of two numbers that are not NaN (see [`larger`]).
 #[inline(always)]
-fn smaller(a: f32, b: f32) -> f32 {
+pub(crate) fn smaller(a: f32, b: f32) -> f32 {
     if a < b { a } else { b }
 }
 
@@ -1467,11 +932,11 @@ fn finite_vec(what: &'static str, v: Vec2) -> Result<(), CrowdError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{CostModel, IntegrationBuilder};
 
-    pub(super) fn field(cost: &CostField, goal: UVec2) -> FlowField {
+    pub(crate) fn field(cost: &CostField, goal: UVec2) -> FlowField {
         let mut b = IntegrationBuilder::new();
         b.build(cost, &[goal], CostModel::TenFourteen).unwrap();
         let mut f = FlowField::new(*cost.grid());
@@ -1480,7 +945,7 @@ mod tests {
     }
 
     /// An open `side` × `side` map, the field toward `goal` and the goal's centre.
-    pub(super) fn open_map(side: u32, goal: UVec2) -> (CostField, FlowField, Vec2) {
+    pub(crate) fn open_map(side: u32, goal: UVec2) -> (CostField, FlowField, Vec2) {
         let cost = CostField::new(Grid::new(side, side).unwrap());
         let f = field(&cost, goal);
         let centre = cost.grid().cell_center(goal);
@@ -1488,7 +953,7 @@ mod tests {
     }
 
     /// A fixed pseudo-random sequence in `0..1` (xorshift), for tests that need many cases.
-    pub(super) fn uniform(seed: u64) -> impl FnMut() -> f32 {
+    pub(crate) fn uniform(seed: u64) -> impl FnMut() -> f32 {
         let mut state = seed;
         move || {
             state ^= state << 13;
@@ -1499,7 +964,7 @@ mod tests {
     }
 
     /// A scattered map of `side`², its walkable cells, a goal among them and its flow field.
-    pub(super) fn scattered_scene(
+    pub(crate) fn scattered_scene(
         side: u32,
         seed: u64,
     ) -> (CostField, Vec<UVec2>, UVec2, FlowField) {
@@ -1515,7 +980,7 @@ mod tests {
 
     /// `n` random points in a square of side `side` somewhere within `spread` of the origin,
     /// filed in a neighbour grid (reach 1, radius 0.3), and the points in the grid's order.
-    pub(super) fn scattered_grid(
+    pub(crate) fn scattered_grid(
         next: &mut impl FnMut() -> f32,
         n: usize,
         side: f32,
@@ -1536,14 +1001,14 @@ mod tests {
     }
 
     /// The distance from point `k` to the nearest other point, by brute force.
-    pub(super) fn nearest_distance(points: &[Vec2], k: usize) -> f32 {
+    pub(crate) fn nearest_distance(points: &[Vec2], k: usize) -> f32 {
         (0..points.len())
             .filter(|&j| j != k)
             .map(|j| points[k].distance(points[j]))
             .fold(f32::INFINITY, f32::min)
     }
 
-    pub(super) fn params(p: Vec2) -> AgentParams {
+    pub(crate) fn params(p: Vec2) -> AgentParams {
         AgentParams {
             position: p,
             radius: 0.35,
@@ -1613,7 +1078,7 @@ mod tests {
                 a.add_agent(&cost, params(at + Vec2::splat(1.5))).unwrap();
             }
             let mut b = a.clone();
-            b.no_density_guess = true;
+            b.test.no_density_guess = true;
             a.step(0.05, &cost, &groups).unwrap();
             b.step(0.05, &cost, &groups).unwrap();
             // A step that measures clearances leaves their unit; a dense one does not. The
@@ -1646,7 +1111,7 @@ mod tests {
                 .unwrap();
         }
         let mut measuring = guessing.clone();
-        measuring.no_density_guess = true;
+        measuring.test.no_density_guess = true;
         let mut measures = 0;
         for _ in 0..3 * 4 * DENSE_STEPS {
             measures += (measuring.dense_steps == 0) as u32;

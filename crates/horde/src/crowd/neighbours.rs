@@ -5,48 +5,50 @@
 //! searches and collision passes skip agents that cannot have anyone in reach.
 
 use super::*;
+use crate::simd::baseline::{Least, cells_of, near_mask, side_room};
+use crate::simd::{Level, Plain};
 
 /// Uniform grid of the agents' positions, rebuilt every step by a counting sort, with a
 /// cell-sorted snapshot of what changes during a step and neighbours read (position, state).
 #[derive(Debug, Clone, Default)]
-pub(super) struct NeighbourGrid {
+pub(crate) struct NeighbourGrid {
     /// Smallest cell side: the longest distance at which agents interact.
-    pub(super) reach: f32,
+    pub(crate) reach: f32,
     /// The widest radius of a living agent.
-    pub(super) widest: f32,
+    pub(crate) widest: f32,
     /// How far outside its cell any entry of the snapshot may stand, along either axis (the
     /// cell it was filed in when the grid was built; an edge cell reaches beyond the grid's
     /// edge). Measured at each refresh of the snapshot, so a crowd that jostles in place keeps
     /// a small drift however far its members wander to and fro.
-    pub(super) drift: f32,
+    pub(crate) drift: f32,
     /// The same as a distance.
-    pub(super) moved: f32,
+    pub(crate) moved: f32,
     /// The box round the living agents when the grid was built.
-    pub(super) extent: Vec2,
-    pub(super) origin: Vec2,
-    pub(super) cell: f32,
-    pub(super) inv_cell: f32,
-    pub(super) cols: u32,
-    pub(super) rows: u32,
+    pub(crate) extent: Vec2,
+    pub(crate) origin: Vec2,
+    pub(crate) cell: f32,
+    pub(crate) inv_cell: f32,
+    pub(crate) cols: u32,
+    pub(crate) rows: u32,
     /// The last column and row, as floats.
-    pub(super) last: Vec2,
+    pub(crate) last: Vec2,
     /// More than the rounding error of any distance or clearance on this grid.
-    pub(super) slack: f32,
+    pub(crate) slack: f32,
     /// No clearance is taken to be more than this (so that [`Self::take_moves`] knows how far
     /// a move can lower one).
-    pub(super) cap: f32,
+    pub(crate) cap: f32,
     /// `starts[c]..starts[c + 1]` are the sorted entries of cell `c`.
-    pub(super) starts: Vec<u32>,
+    pub(crate) starts: Vec<u32>,
     /// Slot of each sorted entry.
-    pub(super) slots: Vec<u32>,
+    pub(crate) slots: Vec<u32>,
     /// Position of each sorted entry, x and y apart (so that [`Self::for_each_near`] measures
     /// eight at once), padded by [`LANES`] entries out of everyone's reach.
-    pub(super) xs: Vec<f32>,
-    pub(super) ys: Vec<f32>,
+    pub(crate) xs: Vec<f32>,
+    pub(crate) ys: Vec<f32>,
     /// Scratch of the parallel reduction that finds the box.
-    pub(super) partial_boxes: Vec<(Vec2, Vec2, f32)>,
+    pub(crate) partial_boxes: Vec<(Vec2, Vec2, f32)>,
     /// State of each sorted entry before the step.
-    pub(super) states: Vec<AgentState>,
+    pub(crate) states: Vec<AgentState>,
 }
 
 impl NeighbourGrid {
@@ -60,26 +62,28 @@ impl NeighbourGrid {
     /// entry but `me` (its clearance). The cells searched are those that overlap the square of
     /// half side `within + drift` round `p`, since an entry is filed under the cell of where it
     /// stood when the grid was built. Entries are measured [`LANES`] at a time without
-    /// branches, so only the few in range reach branchy code (with `AVX2`, not even that: they
+    /// branches, so only the few in range reach branchy code (with a `V3`, not even that: they
     /// are gathered into a list, then visited); the snapshot is padded for the last chunk.
     ///
     /// Without `CLEARANCE` it returns 0 and skips the work of measuring the clearance.
     #[inline(always)]
-    pub(super) fn for_each_near<const CLEARANCE: bool>(
+    pub(crate) fn for_each_near<const CLEARANCE: bool>(
         &self,
         p: Vec2,
         me: usize,
         within: f32,
         visit: impl FnMut(usize, Vec2, f32),
     ) -> f32 {
-        self.for_each_near_in::<CLEARANCE, false>(p, me, within, visit)
+        self.for_each_near_in::<CLEARANCE>(Plain, p, me, within, visit)
     }
 
-    /// [`Self::for_each_near`], measuring with AVX2 if `AVX2` (in one register, where SSE takes
-    /// two; the same bits). Only code compiled for x86-64-v3 may set `AVX2`.
+    /// [`Self::for_each_near`] at `level`: with a [`crate::simd::V3`], measured in one AVX2
+    /// register where SSE takes two, and the entries in reach gathered into a list before they
+    /// are visited (the same bits).
     #[inline(always)]
-    pub(super) fn for_each_near_in<const CLEARANCE: bool, const AVX2: bool>(
+    pub(crate) fn for_each_near_in<const CLEARANCE: bool>(
         &self,
+        level: impl Level,
         p: Vec2,
         me: usize,
         within: f32,
@@ -107,12 +111,9 @@ impl NeighbourGrid {
                 // someone, or infinite, so they may lower the clearance but never wrongly.
                 let own = me.wrapping_sub(e);
                 #[cfg(target_arch = "x86_64")]
-                let mask = if AVX2 {
-                    // SAFETY: `AVX2`, `near_mask8`'s only requirement, is set only by callers
-                    // compiled for x86-64-v3, which run only where the CPU has it.
-                    unsafe { near_mask8(p, xs, ys, within2, own, &mut nearest2) }
-                } else {
-                    near_mask(p, xs, ys, within2, own, &mut nearest2)
+                let mask = match level.v3() {
+                    Some(v3) => v3.near_mask8(p, xs, ys, within2, own, &mut nearest2),
+                    None => near_mask(p, xs, ys, within2, own, &mut nearest2),
                 };
                 #[cfg(not(target_arch = "x86_64"))]
                 let mask = near_mask(p, xs, ys, within2, own, &mut nearest2);
@@ -120,13 +121,12 @@ impl NeighbourGrid {
                 let mut mask = mask & ((1 << (end - e).min(LANES)) - 1);
                 any |= mask;
                 #[cfg(target_arch = "x86_64")]
-                if AVX2 {
+                if let Some(v3) = level.v3() {
                     // In entry order, as below, but without a branch on how many a block
                     // holds: in a dense crowd that is a coin toss as well, and it cost more
-                    // than the searching (a tenth of a step of a crowd walking in lanes).
-                    // SAFETY: as `near_mask8` above; `found` has room for eight more, since
-                    // it is emptied as soon as it has less.
-                    unsafe { append_lanes(&mut found, count, e, mask) };
+                    // than the searching. `found` has room for eight more, since it is
+                    // emptied as soon as it has less.
+                    v3.append_lanes(&mut found, count, e, mask);
                     count += mask.count_ones() as usize;
                     if count > FOUND - LANES {
                         for &j in &found[..count] {
@@ -168,176 +168,9 @@ impl NeighbourGrid {
     }
 
     /// The entries of the cells `x0..=x1` of row `y`.
-    fn run(&self, y: u32, x0: u32, x1: u32) -> std::ops::Range<usize> {
+    pub(crate) fn run(&self, y: u32, x0: u32, x1: u32) -> std::ops::Range<usize> {
         let row = y as usize * self.cols as usize;
         self.starts[row + x0 as usize] as usize..self.starts[row + x1 as usize + 1] as usize
-    }
-
-    /// The searched cells of eight agents within `within` of `(px, py)`, as
-    /// [`Self::for_each_near`] finds them (grid coordinates, clamped: x0, y0, x1, y1), and the
-    /// cells round those of the agents in `lanes` (first and last column and row); `None` if
-    /// these hold too many entries for one pass over them to pay (more than 12 an agent, and
-    /// 16).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    #[allow(clippy::type_complexity)]
-    fn union8(
-        &self,
-        lanes: u32,
-        (px, py): (std::arch::x86_64::__m256, std::arch::x86_64::__m256),
-        within: std::arch::x86_64::__m256,
-    ) -> Option<([std::arch::x86_64::__m256; 4], [u32; 4])> {
-        use std::arch::x86_64::*;
-        let splat = _mm256_set1_ps;
-        let infinity = splat(f32::INFINITY);
-        // Each agent's searched cells, as `for_each_near` finds them (`cells_of`).
-        let reach = _mm256_add_ps(
-            _mm256_add_ps(within, splat(self.drift)),
-            splat(0.01 * self.cell),
-        );
-        let grid = |v: __m256, origin: f32, last: f32| {
-            let g = _mm256_mul_ps(_mm256_sub_ps(v, splat(origin)), splat(self.inv_cell));
-            _mm256_min_ps(_mm256_max_ps(g, _mm256_setzero_ps()), splat(last))
-        };
-        let (ox, oy, last) = (self.origin.x, self.origin.y, self.last);
-        let x0 = grid(_mm256_sub_ps(px, reach), ox, last.x);
-        let y0 = grid(_mm256_sub_ps(py, reach), oy, last.y);
-        let x1 = grid(_mm256_add_ps(px, reach), ox, last.x);
-        let y1 = grid(_mm256_add_ps(py, reach), oy, last.y);
-        // The cells round all of them (the grid positions are clamped, and exact as integers
-        // once truncated).
-        let searching = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
-            _mm256_and_si256(
-                _mm256_set1_epi32(lanes as i32),
-                _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128),
-            ),
-            _mm256_setzero_si256(),
-        ));
-        let least = |v: __m256| {
-            let v = _mm256_blendv_ps(infinity, v, searching);
-            let v = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
-            let v = _mm_min_ps(v, _mm_movehl_ps(v, v));
-            _mm_cvtss_f32(_mm_min_ss(v, _mm_shuffle_ps::<1>(v, v))) as u32
-        };
-        let most = |v: __m256| {
-            let v = _mm256_blendv_ps(_mm256_setzero_ps(), v, searching);
-            let v = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
-            let v = _mm_max_ps(v, _mm_movehl_ps(v, v));
-            _mm_cvtss_f32(_mm_max_ss(v, _mm_shuffle_ps::<1>(v, v))) as u32
-        };
-        let (ux0, uy0, ux1, uy1) = (least(x0), least(y0), most(x1), most(y1));
-        let total: usize = (uy0..=uy1).map(|y| self.run(y, ux0, ux1).len()).sum();
-        if total > 12 * lanes.count_ones() as usize + 16 {
-            return None;
-        }
-        Some(([x0, y0, x1, y1], [ux0, uy0, ux1, uy1]))
-    }
-
-    /// [`Self::for_each_near`] with `CLEARANCE` of the agents of entries `first + l` for the
-    /// lanes `l` set in `lanes` (not none), standing at `(px[l], py[l])`, each within
-    /// `within[l]`, at once, for
-    /// agents that mostly find no one: the lanes whose search would visit someone, and for each
-    /// of the others the clearance its search would return, with the same bits. `None` if their
-    /// searched cells together hold too many entries for this to pay.
-    ///
-    /// One pass over the entries of the box round all their searched cells, each measured
-    /// against the eight agents in one AVX2 register, as `near_mask` measures. Someone within
-    /// reach of an agent stands in its own searched cells, so the lanes that find someone are
-    /// those of a search of its own. An agent that finds no one gets the nearest of all the
-    /// entries measured, or the room to its own cells' sides, whichever is less: the entries
-    /// beyond its own cells stand at least that room away, so the least is that of its own
-    /// search, which measures the entries of its cells and a few others.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    pub(super) fn probe8(
-        &self,
-        first: usize,
-        lanes: u32,
-        (px, py): (std::arch::x86_64::__m256, std::arch::x86_64::__m256),
-        within: std::arch::x86_64::__m256,
-    ) -> Option<(u32, std::arch::x86_64::__m256)> {
-        use std::arch::x86_64::*;
-        let splat = _mm256_set1_ps;
-        let infinity = splat(f32::INFINITY);
-        let ([x0, y0, x1, y1], [ux0, uy0, ux1, uy1]) = self.union8(lanes, (px, py), within)?;
-        let (ox, oy) = (self.origin.x, self.origin.y);
-        // The nearest entry to each agent but itself. (Someone is within reach if the nearest
-        // is.)
-        let mut nearest = infinity;
-        for y in uy0..=uy1 {
-            let entries = self.run(y, ux0, ux1);
-            let (xs, ys) = (&self.xs[entries.clone()], &self.ys[entries.clone()]);
-            for (e, (&x, &y)) in entries.zip(xs.iter().zip(ys)) {
-                let d2 = distances8(px, py, x, y, e.wrapping_sub(first));
-                nearest = _mm256_min_ps(nearest, d2);
-            }
-        }
-        let visited = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OS>(
-            nearest,
-            _mm256_mul_ps(within, within),
-        )) as u32
-            & lanes;
-        // Those who found no one: as `for_each_near` ends then (`side_room`), eight at once.
-        let (x0, y0) = (_mm256_cvttps_epi32(x0), _mm256_cvttps_epi32(y0));
-        let ones = _mm256_set1_epi32(1);
-        let x1 = _mm256_add_epi32(_mm256_cvttps_epi32(x1), ones);
-        let y1 = _mm256_add_epi32(_mm256_cvttps_epi32(y1), ones);
-        let gx = _mm256_mul_ps(_mm256_sub_ps(px, splat(ox)), splat(self.inv_cell));
-        let gy = _mm256_mul_ps(_mm256_sub_ps(py, splat(oy)), splat(self.inv_cell));
-        let side = |room: __m256, at: __m256i, edge: i32| {
-            let open = _mm256_cmpeq_epi32(at, _mm256_set1_epi32(edge));
-            _mm256_blendv_ps(room, infinity, _mm256_castsi256_ps(open))
-        };
-        let west = side(_mm256_sub_ps(gx, _mm256_cvtepi32_ps(x0)), x0, 0);
-        let north = side(_mm256_sub_ps(gy, _mm256_cvtepi32_ps(y0)), y0, 0);
-        let east = side(
-            _mm256_sub_ps(_mm256_cvtepi32_ps(x1), gx),
-            x1,
-            self.cols as i32,
-        );
-        let south = side(
-            _mm256_sub_ps(_mm256_cvtepi32_ps(y1), gy),
-            y1,
-            self.rows as i32,
-        );
-        let room = _mm256_min_ps(_mm256_min_ps(west, east), _mm256_min_ps(north, south));
-        let beyond = _mm256_sub_ps(_mm256_mul_ps(room, splat(self.cell)), splat(self.drift));
-        Some((visited, _mm256_min_ps(_mm256_sqrt_ps(nearest), beyond)))
-    }
-
-    /// The entries that the searches of the agents of entries `first + l` for the lanes `l`
-    /// set in `lanes`, standing at `(px[l], py[l])`, each within `within[l]`, would visit, all
-    /// in entry order: listed in `list`, how many returned. One pass over the entries of the
-    /// cells round all their searched cells, each measured against the eight agents in one
-    /// AVX2 register as `near_mask` measures (an entry outside an agent's own cells is out of
-    /// its reach). `None` where that does not pay (see [`Self::union8`]).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    pub(super) fn near8(
-        &self,
-        first: usize,
-        lanes: u32,
-        (px, py): (std::arch::x86_64::__m256, std::arch::x86_64::__m256),
-        within: std::arch::x86_64::__m256,
-        list: &mut [u32; NEAR8],
-    ) -> Option<usize> {
-        use std::arch::x86_64::*;
-        let (_, [ux0, uy0, ux1, uy1]) = self.union8(lanes, (px, py), within)?;
-        let within2 = _mm256_mul_ps(within, within);
-        let mut count = 0;
-        for y in uy0..=uy1 {
-            let entries = self.run(y, ux0, ux1);
-            let (xs, ys) = (&self.xs[entries.clone()], &self.ys[entries.clone()]);
-            for (e, (&x, &y)) in entries.zip(xs.iter().zip(ys)) {
-                let d2 = distances8(px, py, x, y, e.wrapping_sub(first));
-                let near = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OS>(d2, within2)) as u32;
-                // Listed without a branch: whether an entry is near one of the eight is a
-                // coin toss.
-                list[count] = e as u32;
-                count += (near & lanes != 0) as usize;
-            }
-        }
-        Some(count)
     }
 
     /// Sort the living agents into the cells of a grid over the box round them. The cell side is
@@ -345,7 +178,7 @@ impl NeighbourGrid {
     /// every neighbour in reach) and grows on sparse crowds so that the grid has at most about
     /// one cell per two agents: the work per step is O(agents), whatever the map's size, and the
     /// cell starts cost at most 2 bytes per agent.
-    pub(super) fn rebuild(
+    pub(crate) fn rebuild(
         &mut self,
         positions: &[Vec2],
         flags: &[u8],
@@ -473,7 +306,7 @@ impl NeighbourGrid {
     /// The share of the `alive` agents that would have no one within `reach` if they stood at
     /// random (a Poisson crowd) at the density of the occupied cells: a guess at how many a
     /// neighbour search would find clear, from the cell starts alone. O(cells).
-    pub(super) fn clear_share(&self, alive: usize, reach: f32) -> f32 {
+    pub(crate) fn clear_share(&self, alive: usize, reach: f32) -> f32 {
         let occupied = self.starts.windows(2).filter(|w| w[1] > w[0]).count();
         let density = alive as f32 / (occupied.max(1) as f32 * self.cell * self.cell);
         (-density * std::f32::consts::PI * reach * reach).exp()
@@ -485,7 +318,7 @@ impl NeighbourGrid {
     /// with this grid). One pass over the agents, in parallel pieces. Without `CLEARANCE` the
     /// clearances are left alone. (After a step's walk, [`Self::refresh_walked`] does the same
     /// for less.)
-    pub(super) fn refresh_points<const CLEARANCE: bool>(
+    pub(crate) fn refresh_points<const CLEARANCE: bool>(
         &mut self,
         positions: &[Vec2],
         clearances: &mut [u32],
@@ -554,7 +387,7 @@ impl NeighbourGrid {
     /// listed agents' moves do not go into `moved`, which every clearance pays for: instead
     /// each agent within [`Self::cap`] of one takes the distance to it as its clearance if that
     /// is less (a few searches, where a few far moves would cost everyone's clearance as much).
-    pub(super) fn take_moves<const CLEARANCE: bool>(
+    pub(crate) fn take_moves<const CLEARANCE: bool>(
         &mut self,
         positions: &[Vec2],
         since: Option<f32>,
@@ -714,10 +547,11 @@ impl NeighbourGrid {
     /// Call `mark` for entry `m`, which moved to `is` since the snapshot was taken, and for
     /// every entry that touched it where it stood or touches it where it stands (rounding
     /// aside): everyone whose push its move can change. `radius` is its radius.
-    /// (`AVX2` as in [`Self::for_each_near_in`].)
+    /// (`level` as in [`Self::for_each_near_in`].)
     #[inline(always)]
-    pub(super) fn for_each_touched<const AVX2: bool>(
+    pub(crate) fn for_each_touched(
         &self,
+        level: impl Level,
         m: usize,
         is: Vec2,
         radius: f32,
@@ -725,11 +559,11 @@ impl NeighbourGrid {
     ) {
         let within = radius + self.widest + (is - self.point(m)).length() + self.slack;
         mark(m);
-        self.for_each_near_in::<false, AVX2>(is, m, within, |j, _, _| mark(j));
+        self.for_each_near_in::<false>(level, is, m, within, |j, _, _| mark(j));
     }
 
     /// Position of a sorted entry.
-    pub(super) fn point(&self, e: usize) -> Vec2 {
+    pub(crate) fn point(&self, e: usize) -> Vec2 {
         Vec2::new(self.xs[e], self.ys[e])
     }
 }
@@ -778,7 +612,7 @@ fn refresh_pieces(
 /// for the distances computed later. The step flags agents by the same number that the
 /// snapshot's refresh takes off their clearances.
 #[inline(always)]
-pub(super) fn move_bound(d: Vec2) -> f32 {
+pub(crate) fn move_bound(d: Vec2) -> f32 {
     d.length() * (1.0 + 1e-6)
 }
 
@@ -833,97 +667,6 @@ fn outside(p: Vec2, [x0, x1, y0, y1]: [f32; 4], origin: Vec2, inv_cell: f32) -> 
     )
 }
 
-/// The neighbour-grid cells (column, row) of two positions, `[x(a), y(a), x(b), y(b)]`, each
-/// clamped to the grid.
-#[inline(always)]
-fn cells_of(a: Vec2, b: Vec2, origin: Vec2, inv_cell: f32, last: Vec2) -> [u32; 4] {
-    // Clamped to `0..=last` (the last column and row, as floats: the sides are under 2^13, so
-    // exact), so truncation is the floor and the clamp needs no integer compare.
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    {
-        use std::arch::x86_64::*;
-        // SAFETY: SSE2 is enabled at compile time (the cfg above); no memory is touched but
-        // the local array the result is stored to. `cells_of_agrees_with_the_scalar_cells`
-        // covers this against `cells_of_scalar`.
-        unsafe {
-            let v = _mm_setr_ps(a.x, a.y, b.x, b.y);
-            let o = _mm_setr_ps(origin.x, origin.y, origin.x, origin.y);
-            let top = _mm_setr_ps(last.x, last.y, last.x, last.y);
-            let g = _mm_mul_ps(_mm_sub_ps(v, o), _mm_set1_ps(inv_cell));
-            let g = _mm_min_ps(_mm_max_ps(g, _mm_setzero_ps()), top);
-            let mut out = [0u32; 4];
-            _mm_storeu_si128(out.as_mut_ptr().cast(), _mm_cvttps_epi32(g));
-            out
-        }
-    }
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-    cells_of_scalar(a, b, origin, inv_cell, last)
-}
-
-/// [`cells_of`] one axis at a time.
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
-fn cells_of_scalar(a: Vec2, b: Vec2, origin: Vec2, inv_cell: f32, last: Vec2) -> [u32; 4] {
-    let cell = |p: Vec2| {
-        // Clamped at 0 first, so truncation is the floor (and needs no libm call).
-        let g = ((p - origin) * inv_cell).max(Vec2::ZERO);
-        (
-            (g.x as u32).min(last.x as u32),
-            (g.y as u32).min(last.y as u32),
-        )
-    };
-    let ((ax, ay), (bx, by)) = (cell(a), cell(b));
-    [ax, ay, bx, by]
-}
-
-/// How far (in cells) grid position `g` lies inside the block of cells `[x0, y0, x1, y1]`
-/// from its nearest side that is not the grid's edge (infinite if every side is), for the
-/// clearance bound of [`NeighbourGrid::for_each_near`]. Which side is nearest is anyone's
-/// guess, so it is taken without branches.
-#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-#[inline(always)]
-fn side_room(g: Vec2, [x0, y0, x1, y1]: [u32; 4], cols: u32, rows: u32) -> f32 {
-    use std::arch::x86_64::*;
-    // SAFETY: SSE2 is enabled at compile time (the cfg above); no memory is touched.
-    // `side_room_agrees_with_the_scalar_room` covers this against `side_room_scalar`.
-    unsafe {
-        let sides = _mm_setr_epi32(x0 as i32, y0 as i32, (x1 + 1) as i32, (y1 + 1) as i32);
-        let edges = _mm_setr_epi32(0, 0, cols as i32, rows as i32);
-        let open = _mm_castsi128_ps(_mm_cmpeq_epi32(sides, edges));
-        let (at, s) = (_mm_setr_ps(g.x, g.y, g.x, g.y), _mm_cvtepi32_ps(sides));
-        // From the low sides up to `g`, from `g` up to the high sides.
-        let room = _mm_shuffle_ps::<0b11_10_01_00>(_mm_sub_ps(at, s), _mm_sub_ps(s, at));
-        let inf = _mm_set1_ps(f32::INFINITY);
-        let room = _mm_or_ps(_mm_andnot_ps(open, room), _mm_and_ps(open, inf));
-        let m = _mm_min_ps(room, _mm_movehl_ps(room, room));
-        _mm_cvtss_f32(_mm_min_ss(m, _mm_shuffle_ps::<1>(m, m)))
-    }
-}
-
-#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-#[inline(always)]
-fn side_room(g: Vec2, cells: [u32; 4], cols: u32, rows: u32) -> f32 {
-    side_room_scalar(g, cells, cols, rows)
-}
-
-/// [`side_room`] one side at a time.
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
-fn side_room_scalar(g: Vec2, [x0, y0, x1, y1]: [u32; 4], cols: u32, rows: u32) -> f32 {
-    let mut side = f32::INFINITY;
-    if x0 > 0 {
-        side = smaller(side, g.x - x0 as i32 as f32);
-    }
-    if x1 + 1 < cols {
-        side = smaller(side, (x1 + 1) as i32 as f32 - g.x);
-    }
-    if y0 > 0 {
-        side = smaller(side, g.y - y0 as i32 as f32);
-    }
-    if y1 + 1 < rows {
-        side = smaller(side, (y1 + 1) as i32 as f32 - g.y);
-    }
-    side
-}
-
 /// The neighbour-grid cell index of a position.
 #[inline(always)]
 fn cell_index(p: Vec2, origin: Vec2, inv_cell: f32, cols: u32, last: Vec2) -> u32 {
@@ -931,118 +674,9 @@ fn cell_index(p: Vec2, origin: Vec2, inv_cell: f32, cols: u32, last: Vec2) -> u3
     y * cols + x
 }
 
-/// The least of some squared distances, gathered [`LANES`] at a time by [`near_mask`].
-#[derive(Clone, Copy)]
-struct Least {
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    lanes: std::arch::x86_64::__m128,
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-    value: f32,
-}
-
-impl Least {
-    #[inline(always)]
-    fn none() -> Least {
-        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        {
-            // SAFETY: SSE2 is enabled at compile time (the cfg) and no memory is touched.
-            let lanes = unsafe { std::arch::x86_64::_mm_set1_ps(f32::INFINITY) };
-            Least { lanes }
-        }
-        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-        Least {
-            value: f32::INFINITY,
-        }
-    }
-
-    #[inline(always)]
-    fn value(self) -> f32 {
-        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        // SAFETY: SSE2 is enabled at compile time (the cfg) and no memory is touched.
-        unsafe {
-            use std::arch::x86_64::*;
-            let m = self.lanes;
-            let m = _mm_min_ps(m, _mm_movehl_ps(m, m));
-            _mm_cvtss_f32(_mm_min_ss(m, _mm_shuffle_ps::<1>(m, m)))
-        }
-        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-        self.value
-    }
-}
-
-/// Bit `l` set where `(xs[l], ys[l])` lies closer to `p` than `sqrt(within2)`, except lane
-/// `own` (no lane when `own >= LANES`); the squared distances of the other lanes go into
-/// `least`. The distance is computed as [`Vec2::length_squared`] computes it, so it has the
-/// same bits.
-#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-#[inline(always)]
-fn near_mask(
-    p: Vec2,
-    xs: &[f32; LANES],
-    ys: &[f32; LANES],
-    within2: f32,
-    own: usize,
-    least: &mut Least,
-) -> u32 {
-    use std::arch::x86_64::*;
-    // SAFETY: SSE2 is enabled at compile time (the cfg above; every x86-64 CPU has it); each
-    // unaligned load reads 4 floats at offset 0 or 4 of an array of 8, or of a row of
-    // `OWN_LANE`. The compiler does not find the compare-to-bitmask pattern on its own (its
-    // reduction costs 3x the instructions); `near_mask_agrees_with_the_scalar_distance`
-    // covers this against `near_mask_scalar`.
-    unsafe {
-        let (px, py, w2) = (_mm_set1_ps(p.x), _mm_set1_ps(p.y), _mm_set1_ps(within2));
-        // Infinity in the own lane, so that it is neither near nor the least.
-        let skip = OWN_LANE[own.min(LANES)].as_ptr();
-        let half = |l: usize| {
-            let x = _mm_loadu_ps(xs.as_ptr().add(l));
-            let y = _mm_loadu_ps(ys.as_ptr().add(l));
-            let (dx, dy) = (_mm_sub_ps(px, x), _mm_sub_ps(py, y));
-            let d2 = _mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy));
-            let d2 = _mm_add_ps(d2, _mm_loadu_ps(skip.add(l)));
-            (_mm_movemask_ps(_mm_cmplt_ps(d2, w2)) as u32, d2)
-        };
-        let ((lo, a), (hi, b)) = (half(0), half(4));
-        least.lanes = _mm_min_ps(least.lanes, _mm_min_ps(a, b));
-        lo | hi << 4
-    }
-}
-
-/// [`near_mask`] in one AVX2 register: the same operations, so the same bits.
-#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-#[target_feature(enable = "avx2")]
-#[inline]
-fn near_mask8(
-    p: Vec2,
-    xs: &[f32; LANES],
-    ys: &[f32; LANES],
-    within2: f32,
-    own: usize,
-    least: &mut Least,
-) -> u32 {
-    use std::arch::x86_64::*;
-    // SAFETY: each unaligned load reads the 8 floats of an array of 8 (the positions, a row of
-    // `OWN_LANE`). `near_mask_agrees_with_the_scalar_distance` covers this.
-    let (x, y, skip) = unsafe {
-        (
-            _mm256_loadu_ps(xs.as_ptr()),
-            _mm256_loadu_ps(ys.as_ptr()),
-            _mm256_loadu_ps(OWN_LANE[own.min(LANES)].as_ptr()),
-        )
-    };
-    let dx = _mm256_sub_ps(_mm256_set1_ps(p.x), x);
-    let dy = _mm256_sub_ps(_mm256_set1_ps(p.y), y);
-    let d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
-    // Infinity in the own lane, so that it is neither near nor the least.
-    let d2 = _mm256_add_ps(d2, skip);
-    let (a, b) = (_mm256_castps256_ps128(d2), _mm256_extractf128_ps::<1>(d2));
-    least.lanes = _mm_min_ps(least.lanes, _mm_min_ps(a, b));
-    _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OS>(d2, _mm256_set1_ps(within2))) as u32
-}
-
 /// How many runs of cells (or ids) a sort's scatters are split into: one per thread, up to
 /// eight (each run reads every key once, and writes only its own share).
-pub(super) fn sort_parts() -> usize {
+pub(crate) fn sort_parts() -> usize {
     #[cfg(feature = "parallel")]
     {
         rayon::current_num_threads().clamp(1, 8)
@@ -1120,115 +754,10 @@ fn join(a: impl FnOnce() + Send, b: impl FnOnce() + Send) {
 
 /// Most entries [`NeighbourGrid::near8`] lists: those of the cells round eight agents'
 /// searched cells, when they are few enough to pay (see [`NeighbourGrid::union8`]).
-pub(super) const NEAR8: usize = 12 * LANES + 16;
-
-/// Distance² from eight agents at `(px, py)` to the entry at `(x, y)`, as `near_mask`
-/// measures it: infinite in lane `own` if that is under [`LANES`] (the entry is that agent).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-pub(super) fn distances8(
-    px: std::arch::x86_64::__m256,
-    py: std::arch::x86_64::__m256,
-    x: f32,
-    y: f32,
-    own: usize,
-) -> std::arch::x86_64::__m256 {
-    use std::arch::x86_64::*;
-    let dx = _mm256_sub_ps(px, _mm256_set1_ps(x));
-    let dy = _mm256_sub_ps(py, _mm256_set1_ps(y));
-    let d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
-    // SAFETY: reads 8 floats from a row of `OWN_LANE`.
-    _mm256_add_ps(d2, unsafe {
-        _mm256_loadu_ps(OWN_LANE[own.min(LANES)].as_ptr())
-    })
-}
+pub(crate) const NEAR8: usize = 12 * LANES + 16;
 
 /// Room for the entries a search gathers before it visits them (see `append_lanes`).
-const FOUND: usize = 16;
-
-/// Lane numbers of the bits set in each 8-bit mask, in order (the rest 0).
-#[cfg(target_arch = "x86_64")]
-static SET_LANES: [[u8; LANES]; 256] = {
-    let mut table = [[0u8; LANES]; 256];
-    let mut mask = 0;
-    while mask < 256 {
-        let (mut l, mut k) = (0, 0);
-        while l < LANES {
-            if mask >> l & 1 != 0 {
-                table[mask][k] = l as u8;
-                k += 1;
-            }
-            l += 1;
-        }
-        mask += 1;
-    }
-    table
-};
-
-/// Write `e + l` for each lane `l` set in `mask` (under 256), in order, to `found[count..]`;
-/// eight entries are written, of which the caller counts the set ones.
-///
-/// # Safety
-/// The CPU has AVX2; `count + LANES <= found.len()`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-unsafe fn append_lanes(found: &mut [u32; FOUND], count: usize, e: usize, mask: u32) {
-    use std::arch::x86_64::*;
-    debug_assert!(count + LANES <= FOUND && mask < 256);
-    // SAFETY: the row of `SET_LANES` holds 8 bytes; the caller leaves room for 8 entries.
-    unsafe {
-        let lanes = _mm_loadl_epi64(SET_LANES[mask as usize & 255].as_ptr().cast());
-        let entries = _mm256_add_epi32(_mm256_cvtepu8_epi32(lanes), _mm256_set1_epi32(e as i32));
-        _mm256_storeu_si256(found.as_mut_ptr().add(count).cast(), entries);
-    }
-}
-
-/// Row `l` is infinite in lane `l` only (row [`LANES`] nowhere), for [`near_mask`].
-#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-static OWN_LANE: [[f32; LANES]; LANES + 1] = {
-    let mut rows = [[0.0; LANES]; LANES + 1];
-    let mut l = 0;
-    while l < LANES {
-        rows[l][l] = f32::INFINITY;
-        l += 1;
-    }
-    rows
-};
-
-#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-#[inline(always)]
-fn near_mask(
-    p: Vec2,
-    xs: &[f32; LANES],
-    ys: &[f32; LANES],
-    within2: f32,
-    own: usize,
-    least: &mut Least,
-) -> u32 {
-    let (mask, low) = near_mask_scalar(p, xs, ys, within2, own);
-    least.value = least.value.min(low);
-    mask
-}
-
-/// [`near_mask`] one lane at a time.
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
-fn near_mask_scalar(
-    p: Vec2,
-    xs: &[f32; LANES],
-    ys: &[f32; LANES],
-    within2: f32,
-    own: usize,
-) -> (u32, f32) {
-    let (mut mask, mut least) = (0u32, f32::INFINITY);
-    for l in (0..LANES).filter(|&l| l != own) {
-        let d2 = (p - Vec2::new(xs[l], ys[l])).length_squared();
-        mask |= ((d2 < within2) as u32) << l;
-        least = least.min(d2);
-    }
-    (mask, least)
-}
+pub(crate) const FOUND: usize = 16;
 
 #[cfg(test)]
 mod tests {
@@ -1265,78 +794,6 @@ mod tests {
             let mut slots = vec![u32::MAX; total as usize];
             scatter_slots(&keys, &mut starts[..cells], 0, &mut slots, 0, parts);
             assert_eq!(slots, expected, "{parts} runs");
-        }
-    }
-    #[test]
-    #[cfg(target_arch = "x86_64")]
-    fn append_lanes_gathers_the_set_lanes_in_order() {
-        if !crate::simd_test::avx2() {
-            return;
-        }
-        // Every mask, at both ends of the room and with entry numbers past 2^31.
-        for mask in 0..256u32 {
-            for (count, e) in [(0, 0), (3, 1234), (FOUND - LANES, u32::MAX as usize - 7)] {
-                let mut found = [7u32; FOUND];
-                // SAFETY: AVX2 is there (checked above) and `count + LANES <= FOUND`.
-                unsafe { append_lanes(&mut found, count, e, mask) };
-                let set: Vec<u32> = (0..LANES as u32)
-                    .filter(|l| mask >> l & 1 != 0)
-                    .map(|l| e as u32 + l)
-                    .collect();
-                let written = &found[count..count + set.len()];
-                assert_eq!(written, &set[..], "mask {mask:08b} at {count}, entry {e}");
-                assert!(
-                    found[..count].iter().all(|&v| v == 7),
-                    "wrote before {count}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn near_mask_agrees_with_the_scalar_distance() {
-        // A fixed pseudo-random sequence: positions round a point, radii round their distances
-        // (ties included, since the bits must match exactly), infinite padding.
-        let mut next = uniform(0x2545_f491_4f6c_dd1du64);
-        for round in 0..20_000 {
-            let p = Vec2::new(next() * 50.0, next() * 50.0);
-            let xs: [f32; LANES] = std::array::from_fn(|_| p.x + (next() - 0.5) * 4.0);
-            let mut ys: [f32; LANES] = std::array::from_fn(|_| p.y + (next() - 0.5) * 4.0);
-            if round % 7 == 0 {
-                ys[round % LANES] = f32::INFINITY;
-            }
-            let within2 = if round % 3 == 0 {
-                (p - Vec2::new(xs[1], ys[1])).length_squared()
-            } else {
-                next() * 4.0
-            };
-            // Every own lane, and none (an index past the lanes, as for chunks before `me`).
-            let own = [round % (LANES + 1), usize::MAX - round % 3][round % 2];
-            let mut least = Least::none();
-            let mask = near_mask(p, &xs, &ys, within2, own, &mut least);
-            let (want_mask, want_least) = near_mask_scalar(p, &xs, &ys, within2, own);
-            assert_eq!(mask, want_mask, "round {round}");
-            assert_eq!(
-                least.value().to_bits(),
-                want_least.to_bits(),
-                "round {round}"
-            );
-            if own < LANES {
-                assert_eq!(mask >> own & 1, 0, "round {round}");
-            }
-            // The AVX2 one, where this CPU has it.
-            #[cfg(target_arch = "x86_64")]
-            if crate::simd_test::avx2() {
-                let mut least8 = Least::none();
-                // SAFETY: the CPU has AVX2, `near_mask8`'s only requirement.
-                let mask8 = unsafe { near_mask8(p, &xs, &ys, within2, own, &mut least8) };
-                assert_eq!(mask8, want_mask, "round {round}");
-                assert_eq!(
-                    least8.value().to_bits(),
-                    want_least.to_bits(),
-                    "round {round}"
-                );
-            }
         }
     }
 
@@ -1502,58 +959,6 @@ mod tests {
                     "round {round}, refresh {refresh}"
                 );
             }
-        }
-    }
-
-    #[test]
-    fn cells_of_agrees_with_the_scalar_cells() {
-        let mut next = uniform(0x9e37_79b9_7f4a_7c15u64);
-        for round in 0..20_000 {
-            let (cols, rows) = (1 + (next() * 4095.0) as u32, 1 + (next() * 300.0) as u32);
-            let origin = Vec2::new(next() * 100.0 - 50.0, next() * 100.0 - 50.0);
-            let inv_cell = 0.05 + next() * 3.0;
-            let last = Vec2::new((cols - 1) as f32, (rows - 1) as f32);
-            // Inside the grid, beyond both ends, on cell borders and far away.
-            let span = Vec2::new(cols as f32, rows as f32) / inv_cell;
-            let mut point = || match round % 4 {
-                0 => origin + Vec2::new(next(), next()) * span,
-                1 => origin + (Vec2::new(next(), next()) * 3.0 - 1.0) * span,
-                2 => origin + Vec2::new((next() * 9.0).floor(), (next() * 9.0).floor()) / inv_cell,
-                _ => Vec2::new(next() - 0.5, next() - 0.5) * 1e12,
-            };
-            let (a, b) = (point(), point());
-            assert_eq!(
-                cells_of(a, b, origin, inv_cell, last),
-                cells_of_scalar(a, b, origin, inv_cell, last),
-                "round {round}: {a} {b} in {cols}x{rows} from {origin} by {inv_cell}"
-            );
-        }
-    }
-
-    #[test]
-    fn side_room_agrees_with_the_scalar_room() {
-        let mut next = uniform(0x51de_4007_e0f1_u64);
-        for round in 0..20_000 {
-            let (cols, rows) = (1 + (next() * 300.0) as u32, 1 + (next() * 300.0) as u32);
-            let (x0, y0) = ((next() * cols as f32) as u32, (next() * rows as f32) as u32);
-            let x1 = (x0 + (next() * 3.0) as u32).min(cols - 1);
-            let y1 = (y0 + (next() * 3.0) as u32).min(rows - 1);
-            // Inside the block, on its sides and off them.
-            let g = match round % 3 {
-                0 => Vec2::new(x0 as f32, y0 as f32) + Vec2::new(next(), next()) * 4.0,
-                1 => Vec2::new(x0 as f32, (y1 + 1) as f32),
-                _ => Vec2::new(next() * cols as f32, next() * rows as f32),
-            };
-            let cells = [x0, y0, x1, y1];
-            let (fast, scalar) = (
-                side_room(g, cells, cols, rows),
-                side_room_scalar(g, cells, cols, rows),
-            );
-            assert_eq!(
-                fast.to_bits(),
-                scalar.to_bits(),
-                "round {round}: {g} in {cells:?} of {cols}x{rows}: {fast} against {scalar}"
-            );
         }
     }
 

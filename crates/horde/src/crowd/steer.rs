@@ -1,16 +1,17 @@
 //! One agent's step: the desired direction from its flow field, separation from its nearest
 //! neighbours (DetourCrowd's kernel), the velocity, and the move. Every agent writes only its
 //! own entries and reads the others in the neighbour grid's snapshot, so the loop runs in
-//! pieces on any number of threads, compiled twice and chosen per CPU ([`Isa`]); the x86-64-v3
+//! pieces on any number of threads, compiled twice and chosen per CPU ([`update`]); the x86-64-v3
 //! compilation steps most agents eight at once (`steer8`).
 
-#[cfg(target_arch = "x86_64")]
-use super::steer8::Walks;
 use super::*;
+#[cfg(target_arch = "x86_64")]
+use crate::simd::x86_64::steer8::Walks;
+use crate::simd::{Level, Plain, V3};
 
 /// The unit vector from neighbour `j` to agent `i`; coincident agents split deterministically,
 /// along a direction made from the pair's slots, never by a random draw.
-pub(super) fn coincident_safe_dir(diff: Vec2, d: f32, i: u32, j: u32) -> Vec2 {
+pub(crate) fn coincident_safe_dir(diff: Vec2, d: f32, i: u32, j: u32) -> Vec2 {
     if d > 1e-5 {
         return diff / d;
     }
@@ -22,37 +23,37 @@ pub(super) fn coincident_safe_dir(diff: Vec2, d: f32, i: u32, j: u32) -> Vec2 {
 }
 
 /// What an agent learns from its nearest neighbours.
-pub(super) struct Contacts {
+pub(crate) struct Contacts {
     /// DetourCrowd's separation push.
-    pub(super) push: Vec2,
+    pub(crate) push: Vec2,
     /// Touching an arrived agent of its group that is nearer the goal.
-    pub(super) blocked_by_arrived: bool,
+    pub(crate) blocked_by_arrived: bool,
     /// Touching an arrived agent of its group.
-    pub(super) touching_arrived: bool,
+    pub(crate) touching_arrived: bool,
     /// Half of every overlap, as a displacement away from the neighbours.
-    pub(super) unpenetrate: Vec2,
+    pub(crate) unpenetrate: Vec2,
     /// Unit vectors from touching neighbours to the agent.
-    pub(super) normals: [Vec2; MOST_NEIGHBOURS],
+    pub(crate) normals: [Vec2; MOST_NEIGHBOURS],
     /// How many of `normals` are set.
-    pub(super) touching: usize,
+    pub(crate) touching: usize,
     /// A lower bound on the distance to every other agent ([`NeighbourGrid::for_each_near`]).
-    pub(super) clearance: f32,
+    pub(crate) clearance: f32,
 }
 
 /// What the second half of an agent's step ([`StepContext::finish`]) takes from the first.
 #[derive(Clone, Copy)]
-pub(super) struct Walk {
+pub(crate) struct Walk {
     /// Where its field says to go (a unit vector, or zero once it arrived or has no way).
-    pub(super) desired: Vec2,
+    pub(crate) desired: Vec2,
     /// The separation push.
-    pub(super) push: Vec2,
+    pub(crate) push: Vec2,
     /// Half of every overlap, as a displacement away from the neighbours.
-    pub(super) unpenetrate: Vec2,
-    pub(super) dist_goal: f32,
+    pub(crate) unpenetrate: Vec2,
+    pub(crate) dist_goal: f32,
     /// The radius of the pile round its goal.
-    pub(super) pile: f32,
+    pub(crate) pile: f32,
     /// Touching an arrived agent of its group.
-    pub(super) touching_arrived: bool,
+    pub(crate) touching_arrived: bool,
 }
 
 /// Most touching neighbours an agent may have for its step to be finished eight at once. Two
@@ -60,20 +61,20 @@ pub(super) struct Walk {
 /// after a few seconds) nearly half touch three or more, and twelve seconds in one in six
 /// touches five or more. (The eight-at-once separation takes up to four or up to six, see
 /// `separation8`.)
-pub(super) const STAGED_NORMALS: usize = 6;
+pub(crate) const STAGED_NORMALS: usize = 6;
 
 /// An agent's step between [`StepContext::start`] and [`StepContext::finish`]: its walk, its
 /// state so far, and the normals of the neighbours it touches (the first `touching`).
 #[derive(Clone, Copy)]
-pub(super) struct Staged {
-    pub(super) walk: Walk,
-    pub(super) state: AgentState,
-    pub(super) normals: [Vec2; STAGED_NORMALS],
-    pub(super) touching: usize,
+pub(crate) struct Staged {
+    pub(crate) walk: Walk,
+    pub(crate) state: AgentState,
+    pub(crate) normals: [Vec2; STAGED_NORMALS],
+    pub(crate) touching: usize,
 }
 
 /// One agent's position, velocity, state, anchor, timer and flags, as the update writes them.
-pub(super) type Entries<'r> = (
+pub(crate) type Entries<'r> = (
     &'r mut Vec2,
     &'r mut Vec2,
     &'r mut AgentState,
@@ -83,7 +84,7 @@ pub(super) type Entries<'r> = (
 );
 
 /// A piece of every slot array that the update writes, as [`each_piece`] hands them out.
-pub(super) type AgentPiece<'r> = (
+pub(crate) type AgentPiece<'r> = (
     usize,
     (
         (
@@ -101,73 +102,52 @@ pub(super) type AgentPiece<'r> = (
 );
 
 /// The entries of the slots `first..first + positions.len()` that the update writes.
-pub(super) struct AgentRows<'r> {
-    pub(super) first: usize,
-    pub(super) positions: &'r mut [Vec2],
-    pub(super) velocities: &'r mut [Vec2],
-    pub(super) states: &'r mut [AgentState],
-    pub(super) anchors: &'r mut [f32],
-    pub(super) timers: &'r mut [f32],
-    pub(super) flags: &'r mut [u8],
-    pub(super) clearances: &'r mut [u32],
+pub(crate) struct AgentRows<'r> {
+    pub(crate) first: usize,
+    pub(crate) positions: &'r mut [Vec2],
+    pub(crate) velocities: &'r mut [Vec2],
+    pub(crate) states: &'r mut [AgentState],
+    pub(crate) anchors: &'r mut [f32],
+    pub(crate) timers: &'r mut [f32],
+    pub(crate) flags: &'r mut [u8],
+    pub(crate) clearances: &'r mut [u32],
 }
 
-/// Slots per piece of the loops that [`Isa`] dispatches: small enough to balance two threads
+/// Slots per piece of the loops that [`update`] dispatches: small enough to balance two threads
 /// on 10,000 agents, large enough that the dispatch is free.
-pub(super) const PIECE: usize = 1024;
+pub(crate) const PIECE: usize = 1024;
 
-/// Which compilation of the per-agent loops runs: the baseline x86-64 (SSE2) one, or one for
-/// x86-64-v3 (AVX2, BMI1/2, LZCNT: three-operand instructions and bit tricks, and most of the
-/// update eight agents at once, [`FlowField::bilinear8`], [`StepContext::start8`] and
-/// [`StepContext::finish8`]: 45 % fewer instructions per agent-step on the spread-out 100,000
-/// crowd, 25 % fewer on a packed one). Rust never fuses a multiply and an add on its own, and
-/// the eight-lane code does the same operations in the same order, so both give the same bits
-/// (tested).
-#[derive(Clone, Copy)]
-pub(super) enum Isa {
-    Baseline,
+/// The update of every living agent among `rows`, in the compilation this CPU runs: the
+/// baseline x86-64 (SSE2) one, or with a `V3` the one for x86-64-v3 (AVX2, BMI1/2, LZCNT:
+/// three-operand instructions and bit tricks, and most of the update eight agents at once,
+/// `FlowField::bilinear8`, `StepContext::start8` and `StepContext::finish8`). Rust never fuses
+/// a multiply and an add on its own, and the eight-lane code does the same operations in the
+/// same order, so both give the same bits (tested).
+pub(crate) fn update(v3: Option<V3>, ctx: &StepContext, rows: AgentRows) {
     #[cfg(target_arch = "x86_64")]
-    V3,
-}
-
-impl Isa {
-    /// What this CPU runs (detected once by the standard library, then a cached load).
-    pub(super) fn detect() -> Isa {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::is_x86_feature_detected as has;
-            if has!("avx2") && has!("bmi1") && has!("bmi2") && has!("lzcnt") && has!("popcnt") {
-                return Isa::V3;
-            }
-        }
-        Isa::Baseline
+    if let Some(v3) = v3 {
+        return v3.update_rows(ctx, rows);
     }
-
-    /// The update of every living agent among `rows`.
-    pub(super) fn update(self, ctx: &StepContext, rows: AgentRows) {
-        match self {
-            Isa::Baseline => update_rows::<false>(ctx, rows),
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `detect` chose V3 only where the CPU has every feature that
-            // `update_rows_v3` is compiled for, its only requirement; the function itself is
-            // safe code. `both_compilations_give_the_same_bits` runs it.
-            Isa::V3 => unsafe { update_rows_v3(ctx, rows) },
-        }
-    }
+    let _ = v3;
+    update_rows(Plain, ctx, rows)
 }
 
 /// Slots that the x86-64-v3 update takes together: their flow samples, then the first halves
 /// of their steps (but for the neighbour searches), then the second halves, eight at once.
-pub(super) const BLOCK: usize = 8;
+pub(crate) const BLOCK: usize = 8;
 
-/// The update of the living agents among `rows`: one at a time, or with `AVX2` (only in
-/// [`update_rows_v3`]) a block of [`BLOCK`] at a time, their flow samples, the first halves of
+/// The update of the living agents among `rows`: one at a time, or with a `V3` (compiled for
+/// x86-64-v3 by `V3::update_rows`) a block of [`BLOCK`] at a time, their flow samples, the first halves of
 /// their steps but for the searches, and the second halves taken eight at once
 /// ([`StepContext::sample8`], [`StepContext::start8`], [`StepContext::finish8`]). The bits are
 /// the same.
 #[inline(always)]
-fn update_rows<const AVX2: bool>(ctx: &StepContext, rows: AgentRows) {
-    if !AVX2 {
+pub(crate) fn update_rows(level: impl Level, ctx: &StepContext, rows: AgentRows) {
+    #[cfg(target_arch = "x86_64")]
+    let v3 = level.v3();
+    #[cfg(not(target_arch = "x86_64"))]
+    let v3: Option<()> = None;
+    if v3.is_none() {
         // One agent at a time, its sample and its step.
         let entries = rows
             .positions
@@ -184,7 +164,7 @@ fn update_rows<const AVX2: bool>(ctx: &StepContext, rows: AgentRows) {
             if *flags & ALIVE != 0 {
                 let sample = ctx.sample(i, *pos);
                 let entries = (pos, vel, state, anchor, timer, flags);
-                ctx.start::<false>(i, entries, clear, sample);
+                ctx.start::<false>(Plain, i, entries, clear, sample);
             }
         }
         return;
@@ -203,7 +183,7 @@ fn update_rows<const AVX2: bool>(ctx: &StepContext, rows: AgentRows) {
     let mut walks = Walks::default();
     for ((((((positions, velocities), states), anchors), timers), flags), clearances) in blocks {
         #[cfg(target_arch = "x86_64")]
-        if AVX2
+        if let Some(v3) = v3
             && let (Ok(positions), Ok(velocities), Ok(states), Ok(anchors), Ok(timers), Ok(flags)) = (
                 <&mut [Vec2; BLOCK]>::try_from(&mut *positions),
                 <&mut [Vec2; BLOCK]>::try_from(&mut *velocities),
@@ -215,21 +195,17 @@ fn update_rows<const AVX2: bool>(ctx: &StepContext, rows: AgentRows) {
         {
             walks.clear();
             let mut rows = (positions, velocities, states, anchors, timers, flags);
-            // SAFETY (both calls): `AVX2` is only set by `update_rows_v3`, compiled for
-            // x86-64-v3 (and chosen by `Isa::detect` only where the CPU has it), which
-            // includes AVX2: the only requirement of `sample8`, `start8` and `finish8`.
-            if let Some(eight) = unsafe { ctx.sample8(first, rows.0, rows.5) } {
+            if let Some(eight) = v3.sample8(ctx, first, rows.0, rows.5) {
                 // The first halves eight at once but for the searches.
-                unsafe { ctx.start8(first, &eight, &mut walks, &mut rows, clearances) };
+                v3.start8(ctx, first, &eight, &mut walks, &mut rows, clearances);
             } else {
                 // The first halves one by one.
                 let alive = (0..BLOCK).fold(0, |m, l| m | ((rows.5[l] & ALIVE) as u32) << l);
-                ctx.start_lanes(first, alive, &mut walks, &mut rows, clearances);
+                v3.start_lanes(ctx, first, alive, &mut walks, &mut rows, clearances);
             }
             // Then those left staged eight at once.
             if walks.staged != 0 {
-                // SAFETY: as above.
-                unsafe { ctx.finish8(first, &walks, rows) };
+                v3.finish8(ctx, first, &walks, rows);
             }
             first += BLOCK;
             continue;
@@ -247,35 +223,28 @@ fn update_rows<const AVX2: bool>(ctx: &StepContext, rows: AgentRows) {
             if *flags & ALIVE != 0 {
                 let sample = ctx.sample(i, *pos);
                 let entries = (pos, vel, state, anchor, timer, flags);
-                ctx.start::<false>(i, entries, clear, sample);
+                ctx.start::<false>(Plain, i, entries, clear, sample);
             }
         }
         first += BLOCK;
     }
 }
 
-/// [`update_rows`] compiled for x86-64-v3.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-fn update_rows_v3(ctx: &StepContext, rows: AgentRows) {
-    update_rows::<true>(ctx, rows)
-}
-
-pub(super) struct StepContext<'a> {
-    pub(super) dt: f32,
-    pub(super) config: &'a CrowdConfig,
-    pub(super) grid: Grid,
-    pub(super) costs: &'a [u8],
-    pub(super) groups: &'a [Group<'a>],
-    pub(super) neighbours: &'a NeighbourGrid,
-    pub(super) radii: &'a [f32],
-    pub(super) max_speeds: &'a [f32],
-    pub(super) group_of: &'a [u16],
-    pub(super) piles: &'a [f32],
-    pub(super) clearance_unit: f32,
-    pub(super) track_clearances: bool,
+pub(crate) struct StepContext<'a> {
+    pub(crate) dt: f32,
+    pub(crate) config: &'a CrowdConfig,
+    pub(crate) grid: Grid,
+    pub(crate) costs: &'a [u8],
+    pub(crate) groups: &'a [Group<'a>],
+    pub(crate) neighbours: &'a NeighbourGrid,
+    pub(crate) radii: &'a [f32],
+    pub(crate) max_speeds: &'a [f32],
+    pub(crate) group_of: &'a [u16],
+    pub(crate) piles: &'a [f32],
+    pub(crate) clearance_unit: f32,
+    pub(crate) track_clearances: bool,
     /// Agents that move further than this are flagged `PUSHED` (when clearances are tracked).
-    pub(super) calm: f32,
+    pub(crate) calm: f32,
 }
 
 impl StepContext<'_> {
@@ -284,7 +253,7 @@ impl StepContext<'_> {
     /// passes through. (The field may go round costly terrain; a line through it would pull the
     /// agent off the field's way at one spot and let it back at the next, and it would swing
     /// between the two.)
-    pub(super) fn clear_line(&self, a: Vec2, b: Vec2) -> bool {
+    pub(crate) fn clear_line(&self, a: Vec2, b: Vec2) -> bool {
         let g = self.grid;
         let (pa, pb) = (g.world_to_grid(a), g.world_to_grid(b));
         let cost = |x: f32, y: f32| {
@@ -319,7 +288,7 @@ impl StepContext<'_> {
     /// How far from the goal of group `group` its pile of arrived agents reaches (from the last
     /// step).
     #[inline(always)]
-    pub(super) fn pile(&self, group: u16) -> f32 {
+    pub(crate) fn pile(&self, group: u16) -> f32 {
         let cfg = self.config;
         self.piles
             .get(group as usize)
@@ -332,7 +301,7 @@ impl StepContext<'_> {
     /// arrived one that is nearer the goal, within the `pile`, is as close as it will get: it
     /// arrives too, so a crowd piles up round its flag instead of pushing.
     #[inline(always)]
-    pub(super) fn walk(
+    pub(crate) fn walk(
         &self,
         mut state: AgentState,
         mut desired: Vec2,
@@ -357,7 +326,7 @@ impl StepContext<'_> {
 
     /// The flow sample of agent `i`, standing at `p`, in the crowd's way of sampling.
     #[inline(always)]
-    pub(super) fn sample(&self, i: usize, p: Vec2) -> FlowSample {
+    pub(crate) fn sample(&self, i: usize, p: Vec2) -> FlowSample {
         let grp = &self.groups[self.group_of[i] as usize];
         match self.config.sampling {
             Sampling::Nearest => grp.flow.sample_nearest(p),
@@ -370,10 +339,12 @@ impl StepContext<'_> {
     ///
     /// With `STAGE`, an agent that touches at most [`STAGED_NORMALS`] neighbours (nearly
     /// everyone) is left where it stands with its entries unchanged but its clearance, and
-    /// returned [`Staged`], so that eight agents can finish at once (`finish8`).
+    /// returned [`Staged`], so that eight agents can finish at once (`finish8`). `level` is
+    /// that of the neighbour search ([`NeighbourGrid::for_each_near_in`]).
     #[inline(always)]
-    pub(super) fn start<const STAGE: bool>(
+    pub(crate) fn start<const STAGE: bool>(
         &self,
+        level: impl Level,
         i: usize,
         entries: Entries,
         clearance: &mut u32,
@@ -429,7 +400,7 @@ impl StepContext<'_> {
         let known = (*flags >> CLEARANCE_SHIFT) as f32 * self.clearance_unit;
         // (`STAGE` only in the x86-64-v3 compilation.)
         let contact =
-            self.separation::<false, STAGE>(i, p, radius, state, grp.goal, dist_goal, known);
+            self.separation::<false>(level, i, p, radius, state, grp.goal, dist_goal, known);
         // Measured on the snapshot the step starts from.
         let ng = self.neighbours;
         *clearance = (smaller(contact.clearance, ng.cap) + ng.moved).to_bits();
@@ -458,7 +429,7 @@ impl StepContext<'_> {
     /// along the walls, and whether it is stuck. `entries` are its position, velocity, state,
     /// anchor, timer and flags, read and written.
     #[inline(always)]
-    pub(super) fn finish(
+    pub(crate) fn finish(
         &self,
         i: usize,
         walk: &Walk,
@@ -564,7 +535,7 @@ impl StepContext<'_> {
 
     /// True if the agent's flow field has a goal cell at the group's goal position (so a straight
     /// line at the goal point heads for that goal).
-    pub(super) fn goal_cell(&self, grp: &Group) -> bool {
+    pub(crate) fn goal_cell(&self, grp: &Group) -> bool {
         self.grid
             .world_to_cell(grp.goal)
             .is_some_and(|c| grp.flow.byte(c) == Some(FLOW_GOAL))
@@ -572,12 +543,13 @@ impl StepContext<'_> {
 
     /// The separation push and the contacts with the nearest neighbours. With `SEARCH` the
     /// caller has found that the agent searches (`max_neighbours` is above 0 and `known`, its
-    /// clearance, does not exceed its reach); without, that is checked here. `AVX2` (set only
-    /// in the x86-64-v3 compilation) measures with AVX2 ([`NeighbourGrid::for_each_near_in`]).
+    /// clearance, does not exceed its reach); without, that is checked here. `level` is that
+    /// of the search ([`NeighbourGrid::for_each_near_in`]).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    pub(super) fn separation<const SEARCH: bool, const AVX2: bool>(
+    pub(crate) fn separation<const SEARCH: bool>(
         &self,
+        level: impl Level,
         i: usize,
         p: Vec2,
         radius: f32,
@@ -608,9 +580,9 @@ impl StepContext<'_> {
         let mut nearest = NearestK::new(k);
         let visit = |e: usize, _, d2: f32| nearest.offer(d2, e);
         contacts.clearance = if self.track_clearances {
-            ng.for_each_near_in::<true, AVX2>(p, i, reach, visit)
+            ng.for_each_near_in::<true>(level, p, i, reach, visit)
         } else {
-            ng.for_each_near_in::<false, AVX2>(p, i, reach, visit)
+            ng.for_each_near_in::<false>(level, p, i, reach, visit)
         };
         let mut sum = Vec2::ZERO;
         let mut unpenetrate = Vec2::ZERO;
@@ -668,7 +640,7 @@ impl StepContext<'_> {
 }
 
 /// Most neighbours that push an agent, whatever `max_neighbours` asks.
-pub(super) const MOST_NEIGHBOURS: usize = 16;
+pub(crate) const MOST_NEIGHBOURS: usize = 16;
 
 /// The k nearest of the neighbours a search visits, by (distance², entry), in no particular
 /// order: the search visits in entry order, the same in both compilations, so the first k are
@@ -839,7 +811,7 @@ mod tests {
                 a.add_agent(&cost, params).unwrap();
             }
             let mut b = a.clone();
-            b.baseline_only = true;
+            b.test.baseline_only = true;
             let bits = |c: &Crowd| -> Vec<u32> {
                 let both = c.positions().iter().chain(&c.velocities);
                 both.flat_map(|p| [p.x.to_bits(), p.y.to_bits()]).collect()
@@ -910,9 +882,9 @@ mod tests {
     ) {
         // Where the CPU runs the v3 compilation, `a` runs it and `b` the baseline one.
         #[cfg(target_arch = "x86_64")]
-        crate::simd_test::avx2();
+        crate::simd::under_test::v3();
         let mut b = a.clone();
-        b.baseline_only = true;
+        b.test.baseline_only = true;
         let bits = |c: &Crowd| -> Vec<u32> {
             let both = c.positions().iter().chain(&c.velocities);
             both.flat_map(|p| [p.x.to_bits(), p.y.to_bits()]).collect()
@@ -1001,12 +973,12 @@ mod tests {
         }
         let mut pushed_eight_at_once = 0;
         for step in 0..30 {
-            let before = a.eight_pushes;
+            let before = a.test.eight_pushes;
             step_both_compilations(&mut a, &cost, &groups, 1, &format!("pressed {step}"));
-            pushed_eight_at_once += (a.eight_pushes > before) as usize;
+            pushed_eight_at_once += (a.test.eight_pushes > before) as usize;
         }
         #[cfg(target_arch = "x86_64")]
-        if matches!(Isa::detect(), Isa::V3) && crate::simd_test::avx2() {
+        if crate::simd::under_test::v3().is_some() {
             assert!(
                 pushed_eight_at_once >= 20,
                 "{pushed_eight_at_once} of 30 steps"

@@ -3,9 +3,9 @@
 use super::*;
 
 /// Moving a body among walls.
-pub(super) struct WallContext<'a> {
-    pub(super) grid: Grid,
-    pub(super) costs: &'a [u8],
+pub(crate) struct WallContext<'a> {
+    pub(crate) grid: Grid,
+    pub(crate) costs: &'a [u8],
 }
 
 impl WallContext<'_> {
@@ -14,7 +14,7 @@ impl WallContext<'_> {
     /// between two wall corners. Then keep the body `radius` off the walls beside it where
     /// the cell leaves room.
     #[inline(always)]
-    pub(super) fn slide(&self, p: Vec2, step: Vec2, radius: f32) -> Vec2 {
+    pub(crate) fn slide(&self, p: Vec2, step: Vec2, radius: f32) -> Vec2 {
         let g = self.grid;
         let w = g.width() as usize;
         // The cells of where the body stands and of where the step would take it, each axis

@@ -13,16 +13,16 @@
 
 use super::{IntegrationBuilder, UNREACHABLE};
 use crate::cost::{CostModel, WALL};
+use crate::simd::Cpu;
 
 /// "No value yet" during the sweeps: any real value + any step stays below 2³².
-const INF: u32 = (1 << 31) - 1;
+pub(crate) const INF: u32 = (1 << 31) - 1;
 /// The step price of a wall: a wall's candidates all exceed `INF`, so it keeps `INF`.
 const WALL_STEP: u32 = 1 << 31;
 /// Work (columns swept, in units of the map's cells) after which the sweeps hand the map to the
-/// wave. Open maps settle within about 3.5 (the built-in map 2.1, the 1024 x 1024 map 2.8, the
-/// Moving AI city and game maps 0.7-3.5) and the rooms of `8room_000` in 5.3, all in a fifth
-/// to a half of the wave's time; mazes pass 6, where the wave is cheaper. Stopping at 6 costs
-/// at most about twice the better of the two.
+/// wave: open maps and rooms joined by doors settle within it, mazes pass it, where the wave is
+/// cheaper (the work each map takes is in `docs/benchmarks.md`). Stopping there costs at most
+/// about twice the better of the two.
 const MAX_WORK: u64 = 6;
 /// After a map was handed to the wave, the next builds of the same size go straight to the wave,
 /// and the sweeps are tried again only after this many.
@@ -30,12 +30,12 @@ const RETRY_AFTER: u32 = 16;
 
 /// An interval of columns (padded x), empty when `lo > hi`.
 #[derive(Debug, Clone, Copy)]
-struct Span {
-    lo: u32,
-    hi: u32,
+pub(crate) struct Span {
+    pub(crate) lo: u32,
+    pub(crate) hi: u32,
 }
 
-const EMPTY: Span = Span {
+pub(crate) const EMPTY: Span = Span {
     lo: u32::MAX,
     hi: 0,
 };
@@ -65,6 +65,8 @@ pub(crate) struct SweepScratch {
     cursor: SweepCursor,
     /// Base prices of a straight and a diagonal step in this build's model.
     prices: Prices,
+    /// The vector kernels this CPU runs (asked once per build, not per row).
+    cpu: Cpu,
     /// The price of a straight step from each terrain value (walls: `WALL_STEP`), for the scans
     /// along rows, where a table lookup is cheaper than the multiply and the wall test.
     straight_table: Vec<u32>,
@@ -81,9 +83,9 @@ pub(crate) struct SweepScratch {
 /// Base prices of a straight and a diagonal step; a step costs its base times the terrain of the
 /// cell it leaves.
 #[derive(Debug, Default, Clone, Copy)]
-struct Prices {
-    straight: u32,
-    diagonal: u32,
+pub(crate) struct Prices {
+    pub(crate) straight: u32,
+    pub(crate) diagonal: u32,
 }
 
 /// The price of leaving a cell of terrain `t` by a step of base price `base`; leaving a wall
@@ -152,6 +154,7 @@ impl IntegrationBuilder {
             sc.skip -= 1;
             return false;
         }
+        sc.cpu = crate::simd::cpu();
         sc.prices = Prices {
             straight: model.straight(),
             diagonal: model.diagonal(),
@@ -250,26 +253,14 @@ impl IntegrationBuilder {
 /// Back to the builder's conventions, checking the range the sweeps can represent.
 fn finish(dist: &mut [u32], model: CostModel) -> SweepOutcome {
     #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above), the only requirement of a
-            // `#[target_feature(enable = "avx2")]` function; the function itself is safe code.
-            return unsafe { finish_avx2(dist, model) };
-        }
+    if let Some(avx2) = crate::simd::cpu().avx2 {
+        return avx2.finish(dist, model);
     }
     finish_plain(dist, model)
 }
 
-/// [`finish_plain`] compiled for AVX2, which has the 32-bit unsigned maximum that the
-/// baseline's SSE2 lacks (so there the loop stays one cell at a time).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn finish_avx2(dist: &mut [u32], model: CostModel) -> SweepOutcome {
-    finish_plain(dist, model)
-}
-
 #[inline(always)]
-fn finish_plain(dist: &mut [u32], model: CostModel) -> SweepOutcome {
+pub(crate) fn finish_plain(dist: &mut [u32], model: CostModel) -> SweepOutcome {
     let limit = INF - 1 - model.diagonal() * WALL as u32;
     // Lane-wise counts and maxima over chunks of 8, which the compiler turns into vector code.
     let mut counts = [0u32; 8];
@@ -325,7 +316,7 @@ fn parallel_rounds(
             edge.resize(words, 0);
         }
     }
-    let prices = sc.prices;
+    let (prices, cpu) = (sc.prices, sc.cpu);
     let table: [u32; 256] = *sc.table();
     let table = &table;
     let mut work = 0u64;
@@ -375,6 +366,7 @@ fn parallel_rounds(
                             upward: upward_first(k) != second,
                             prices,
                             table,
+                            cpu,
                         },
                     );
                     scratch.result = result;
@@ -415,6 +407,7 @@ struct Band<'a> {
     upward: bool,
     prices: Prices,
     table: &'a [u32; 256],
+    cpu: Cpu,
 }
 
 /// What a band's pass did: rows changed, columns swept, and needs for rows of other bands.
@@ -457,6 +450,7 @@ fn sweep_band(
         upward,
         prices,
         table,
+        cpu,
     } = band;
     let n = rows.len() / pw;
     let last = first + n - 1;
@@ -490,6 +484,7 @@ fn sweep_band(
                 rows_mut(rows, local, pred_local, pw)
             };
             let span = row_pass(
+                cpu,
                 cur,
                 prev,
                 &costs[r..r + pw],
@@ -567,7 +562,7 @@ fn take_run(need: &mut [u64], pw: usize) -> Option<(usize, usize)> {
 /// (straight and diagonal steps), for the rows above and below. Marks beyond the map's columns
 /// are dropped when the marks are read.
 #[inline(always)]
-fn mark_cells(marks: &mut [u64], lo: usize, hi: usize) {
+pub(crate) fn mark_cells(marks: &mut [u64], lo: usize, hi: usize) {
     for c in (lo - 1) / CHUNK..=(hi + 1) / CHUNK {
         marks[c / 64] |= 1 << (c % 64);
     }
@@ -619,6 +614,7 @@ fn sweep_row(
     while let Some((lo, hi)) = take_run(&mut sc.need[dir][y * words..][..words], pw) {
         let (cur, prev) = rows_mut(dist, y, pred, pw);
         let span = row_pass(
+            sc.cpu,
             cur,
             prev,
             &costs[r..r + pw],
@@ -656,6 +652,7 @@ fn rows_mut(dist: &mut [u32], y: usize, pred: usize, pw: usize) -> (&mut [u32], 
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn row_pass(
+    cpu: Cpu,
     cur: &mut [u32],
     prev: &[u32],
     terrain: &[u8],
@@ -669,39 +666,13 @@ fn row_pass(
 ) -> Span {
     #[cfg(target_arch = "x86_64")]
     {
-        if crate::has_avx512() {
-            // SAFETY: the CPU supports AVX-512 F, BW and VL (checked just above), the only
-            // requirement of the function; the function itself is safe code.
-            return unsafe {
-                row_pass_avx512(
-                    cur,
-                    prev,
-                    terrain,
-                    prev_terrain,
-                    prices,
-                    table,
-                    marks,
-                    lo,
-                    hi,
-                )
-            };
+        if let Some(avx512) = cpu.avx512 {
+            let rows = (cur, prev, terrain, prev_terrain);
+            return avx512.row_pass(rows, prices, table, marks, lo, hi);
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above), the only requirement of a
-            // `#[target_feature(enable = "avx2")]` function; the function itself is safe code.
-            return unsafe {
-                row_pass_avx2(
-                    cur,
-                    prev,
-                    terrain,
-                    prev_terrain,
-                    prices,
-                    table,
-                    marks,
-                    lo,
-                    hi,
-                )
-            };
+        if let Some(avx2) = cpu.avx2 {
+            let rows = (cur, prev, terrain, prev_terrain);
+            return avx2.row_pass(rows, prices, table, marks, lo, hi);
         }
     }
     candidates(prev, terrain, prev_terrain, prices, cand, lo, hi);
@@ -710,148 +681,13 @@ fn row_pass(
     span
 }
 
-/// [`row_pass`] for AVX2, eight cells at a time: each block takes the offers of the row before
-/// and then the scan from its left neighbour in the same step, then a scan leftwards over the
-/// columns that changed. A block whose cells none improve from their neighbour (the check is a
-/// shift, an add and a compare) skips the scan proper: a min-plus prefix scan (Hillis-Steele,
-/// three steps of lane shifts), the same values, bit for bit, as the plain [`settle`]. Prices
-/// of walls count as `INF` here instead of `WALL_STEP` (either way nothing improves through a
-/// wall), and sums of prices stop at `INF`, so no sum overflows.
-///
-/// The row must be consistent along itself before (no cell improves from a neighbour in the
-/// row), as the builder keeps every row: then the cells that change are exactly those of
-/// [`settle`], and so is the span returned. The marks are those of the blocks of eight that
-/// changed, finer than the span's.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[allow(clippy::too_many_arguments)]
-fn row_pass_avx2(
-    cur: &mut [u32],
-    prev: &[u32],
-    terrain: &[u8],
-    prev_terrain: &[u8],
-    prices: Prices,
-    table: &[u32; 256],
-    marks: &mut [u64],
-    lo: usize,
-    hi: usize,
-) -> Span {
-    use std::arch::x86_64::*;
-    let wall = _mm_set1_epi8(WALL as i8);
-    let inf = _mm256_set1_epi32(INF as i32);
-    // Bases below 2^15 (asserted beside `CostModel`) in the low half of each lane: one `madd`
-    // multiplies them by the terrain (a 16-bit multiply, cheaper than the 32-bit `mullo`).
-    let straight = _mm256_set1_epi32(prices.straight as i32);
-    let diagonal = _mm256_set1_epi32(prices.diagonal as i32);
-    let from_left = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6);
-    let last_lane = _mm256_set1_epi32(7);
-    let (mut first, mut last) = (usize::MAX, 0usize);
-    let mut x = lo;
-    // The value of the cell before the block, in every lane.
-    let mut carry = _mm256_set1_epi32(cur[lo - 1] as i32);
-    while x + LANES <= hi + 1 {
-        let above: &[u32; LANES + 2] = prev[x - 1..x + LANES + 1].try_into().expect("10 cells");
-        let here: &[u8; LANES + 2] = terrain[x - 1..x + LANES + 1].try_into().expect("10 cells");
-        let up: &[u8; LANES] = prev_terrain[x..x + LANES].try_into().expect("8 cells");
-        let row: &mut [u32; LANES] = (&mut cur[x..x + LANES]).try_into().expect("8 cells");
-        // SAFETY: every load reads 8 u32 or 8 bytes within the arrays just cut to size, the
-        // store writes 8 u32 into `row`, which holds 8.
-        let changed = unsafe {
-            let pl = _mm256_loadu_si256(above.as_ptr().cast());
-            let pc = _mm256_loadu_si256(above.as_ptr().add(1).cast());
-            let pr = _mm256_loadu_si256(above.as_ptr().add(2).cast());
-            let tl = _mm_loadl_epi64(here.as_ptr().cast());
-            let tc = _mm_loadl_epi64(here.as_ptr().add(1).cast());
-            let tr = _mm_loadl_epi64(here.as_ptr().add(2).cast());
-            let tu = _mm_loadl_epi64(up.as_ptr().cast());
-            let up_wall = _mm_cmpeq_epi8(tu, wall);
-            // All ones where a diagonal is barred (the corner rule) or the cell is a wall.
-            let no_left = _mm256_cvtepi8_epi32(_mm_or_si128(_mm_cmpeq_epi8(tl, wall), up_wall));
-            let no_right = _mm256_cvtepi8_epi32(_mm_or_si128(_mm_cmpeq_epi8(tr, wall), up_wall));
-            let is_wall = _mm256_cvtepi8_epi32(_mm_cmpeq_epi8(tc, wall));
-            let t = _mm256_cvtepu8_epi32(tc);
-            let s = _mm256_madd_epi16(t, straight);
-            let g = _mm256_madd_epi16(t, diagonal);
-            let diag = _mm256_min_epu32(
-                _mm256_min_epu32(_mm256_or_si256(pl, no_left), _mm256_or_si256(pr, no_right)),
-                inf,
-            );
-            let offer = _mm256_or_si256(
-                _mm256_min_epu32(_mm256_add_epi32(pc, s), _mm256_add_epi32(diag, g)),
-                is_wall,
-            );
-            let v = _mm256_loadu_si256(row.as_ptr().cast());
-            let mut nv = _mm256_min_epu32(v, offer);
-            // The price of a step along the row from each cell; INF from a wall.
-            let w = _mm256_or_si256(s, _mm256_srli_epi32::<1>(is_wall));
-            let shifted = _mm256_blend_epi32::<0b0000_0001>(
-                _mm256_permutevar8x32_epi32(nv, from_left),
-                carry,
-            );
-            let kept = _mm256_cmpeq_epi32(_mm256_min_epu32(_mm256_add_epi32(shifted, w), nv), nv);
-            if _mm256_movemask_ps(_mm256_castsi256_ps(kept)) != 0xFF {
-                nv = prefix_scan::<false>(nv, w, carry);
-            }
-            _mm256_storeu_si256(row.as_mut_ptr().cast(), nv);
-            carry = _mm256_permutevar8x32_epi32(nv, last_lane);
-            !_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(nv, v))) as u32 & 0xFF
-        };
-        if changed != 0 {
-            first = first.min(x + changed.trailing_zeros() as usize);
-            last = x + 31 - changed.leading_zeros() as usize;
-            mark_cells(marks, x, x + LANES - 1);
-        }
-        x += LANES;
-    }
-    let c = _mm256_cvtsi256_si32(carry) as u32;
-    let rows = (prev, terrain, prev_terrain);
-    let Some((first, right)) =
-        rightwards_tail(cur, rows, prices, table, marks, x, hi, c, first, last)
-    else {
-        return EMPTY;
-    };
-    // Leftwards from `right` down to `first`: blocks of cells `x - 8..x`, from the cell at `x`.
-    let to_right = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
-    let mut x = right;
-    let mut carry = _mm256_set1_epi32(cur[x] as i32);
-    while x >= first + LANES {
-        let at = x - LANES;
-        let here: &[u8; LANES] = terrain[at..x].try_into().expect("8 cells");
-        let row: &mut [u32; LANES] = (&mut cur[at..x]).try_into().expect("8 cells");
-        // SAFETY: the loads read 8 u32 and 8 bytes from arrays of that size, the store writes
-        // 8 u32 into `row`, which holds 8.
-        unsafe {
-            let tc = _mm_loadl_epi64(here.as_ptr().cast());
-            let is_wall = _mm256_cvtepi8_epi32(_mm_cmpeq_epi8(tc, wall));
-            let s = _mm256_madd_epi16(_mm256_cvtepu8_epi32(tc), straight);
-            let w = _mm256_or_si256(s, _mm256_srli_epi32::<1>(is_wall));
-            let v = _mm256_loadu_si256(row.as_ptr().cast());
-            let shifted =
-                _mm256_blend_epi32::<0b1000_0000>(_mm256_permutevar8x32_epi32(v, to_right), carry);
-            let kept = _mm256_cmpeq_epi32(_mm256_min_epu32(_mm256_add_epi32(shifted, w), v), v);
-            let nv = if _mm256_movemask_ps(_mm256_castsi256_ps(kept)) != 0xFF {
-                let nv = prefix_scan::<true>(v, w, carry);
-                _mm256_storeu_si256(row.as_mut_ptr().cast(), nv);
-                mark_cells(marks, at, x - 1);
-                nv
-            } else {
-                v
-            };
-            carry = _mm256_broadcastd_epi32(_mm256_castsi256_si128(nv));
-        }
-        x = at;
-    }
-    let c = _mm256_cvtsi256_si32(carry) as u32;
-    leftwards_tail(cur, terrain, table, marks, x, first, c, right)
-}
-
 /// The rightward part of a vector row pass after its blocks: cells `x..=hi` one by one from
 /// `c`, the final value of cell `x - 1` (the offers and the scan together), then on past `hi`
 /// while cells improve; `first..=last` are the columns the blocks changed (`first` is
 /// `usize::MAX` when none). Returns the first column changed and the last, or `None`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn rightwards_tail(
+pub(crate) fn rightwards_tail(
     cur: &mut [u32],
     (prev, terrain, prev_terrain): (&[u32], &[u8], &[u8]),
     prices: Prices,
@@ -902,7 +738,7 @@ fn rightwards_tail(
 /// Returns the span changed, up to `right`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn leftwards_tail(
+pub(crate) fn leftwards_tail(
     cur: &mut [u32],
     terrain: &[u8],
     table: &[u32; 256],
@@ -930,226 +766,6 @@ fn leftwards_tail(
         lo: left as u32,
         hi: right as u32,
     }
-}
-
-/// [`row_pass_avx2`] sixteen cells at a time, for CPUs with AVX-512 (F, BW and VL): the same
-/// steps, with mask registers for the corner rule and the walls, and lane rotations across
-/// two registers for the shifts. The same values, span and marks.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-#[allow(clippy::too_many_arguments)]
-fn row_pass_avx512(
-    cur: &mut [u32],
-    prev: &[u32],
-    terrain: &[u8],
-    prev_terrain: &[u8],
-    prices: Prices,
-    table: &[u32; 256],
-    marks: &mut [u64],
-    lo: usize,
-    hi: usize,
-) -> Span {
-    use std::arch::x86_64::*;
-    const WIDE: usize = 16;
-    let wall = _mm_set1_epi8(WALL as i8);
-    let inf = _mm512_set1_epi32(INF as i32);
-    let ones = _mm512_set1_epi32(-1);
-    let straight = _mm512_set1_epi32(prices.straight as i32);
-    let diagonal = _mm512_set1_epi32(prices.diagonal as i32);
-    let (mut first, mut last) = (usize::MAX, 0usize);
-    let mut x = lo;
-    // The block before, final: its last lane is the value of the cell before the block.
-    let mut before = _mm512_set1_epi32(cur[lo - 1] as i32);
-    while x + WIDE <= hi + 1 {
-        let above: &[u32; WIDE + 2] = prev[x - 1..x + WIDE + 1].try_into().expect("18 cells");
-        let here: &[u8; WIDE + 2] = terrain[x - 1..x + WIDE + 1].try_into().expect("18 cells");
-        let up: &[u8; WIDE] = prev_terrain[x..x + WIDE].try_into().expect("16 cells");
-        let row: &mut [u32; WIDE] = (&mut cur[x..x + WIDE]).try_into().expect("16 cells");
-        // SAFETY: every load reads 16 u32 or 16 bytes within the arrays just cut to size, the
-        // store writes 16 u32 into `row`, which holds 16.
-        let changed = unsafe {
-            let pl = _mm512_loadu_si512(above.as_ptr().cast());
-            let pc = _mm512_loadu_si512(above.as_ptr().add(1).cast());
-            let pr = _mm512_loadu_si512(above.as_ptr().add(2).cast());
-            let tl = _mm_loadu_si128(here.as_ptr().cast());
-            let tc = _mm_loadu_si128(here.as_ptr().add(1).cast());
-            let tr = _mm_loadu_si128(here.as_ptr().add(2).cast());
-            let tu = _mm_loadu_si128(up.as_ptr().cast());
-            let up_wall = _mm_cmpeq_epi8_mask(tu, wall);
-            // Set where a diagonal is barred (the corner rule) or the cell is a wall.
-            let no_left = _mm_cmpeq_epi8_mask(tl, wall) | up_wall;
-            let no_right = _mm_cmpeq_epi8_mask(tr, wall) | up_wall;
-            let is_wall = _mm_cmpeq_epi8_mask(tc, wall);
-            let t = _mm512_cvtepu8_epi32(tc);
-            let s = _mm512_madd_epi16(t, straight);
-            let g = _mm512_madd_epi16(t, diagonal);
-            let diag = _mm512_min_epu32(
-                _mm512_mask_mov_epi32(pl, no_left, inf),
-                _mm512_mask_mov_epi32(pr, no_right, inf),
-            );
-            let offer = _mm512_mask_mov_epi32(
-                _mm512_min_epu32(_mm512_add_epi32(pc, s), _mm512_add_epi32(diag, g)),
-                is_wall,
-                ones,
-            );
-            let v = _mm512_loadu_si512(row.as_ptr().cast());
-            let mut nv = _mm512_min_epu32(v, offer);
-            let w = _mm512_mask_mov_epi32(s, is_wall, inf);
-            // Lane i sees lane i - 1; lane 0 the last lane of the block before.
-            let shifted = _mm512_alignr_epi32::<15>(nv, before);
-            if _mm512_cmplt_epu32_mask(_mm512_add_epi32(shifted, w), nv) != 0 {
-                let carry = _mm512_permutexvar_epi32(_mm512_set1_epi32(15), before);
-                nv = wide_prefix_scan::<false>(nv, w, carry);
-            }
-            _mm512_storeu_si512(row.as_mut_ptr().cast(), nv);
-            before = nv;
-            _mm512_cmpneq_epu32_mask(nv, v) as u32
-        };
-        if changed != 0 {
-            first = first.min(x + changed.trailing_zeros() as usize);
-            last = x + 31 - changed.leading_zeros() as usize;
-            mark_cells(marks, x, x + WIDE - 1);
-        }
-        x += WIDE;
-    }
-    // The last lane of the block before (lane 3 of its fourth quarter).
-    let c = _mm_extract_epi32::<3>(_mm512_extracti32x4_epi32::<3>(before)) as u32;
-    let rows = (prev, terrain, prev_terrain);
-    let Some((first, right)) =
-        rightwards_tail(cur, rows, prices, table, marks, x, hi, c, first, last)
-    else {
-        return EMPTY;
-    };
-    // Leftwards from `right` down to `first`: blocks of cells `x - 16..x`, from the cell at `x`.
-    let mut x = right;
-    let mut after = _mm512_set1_epi32(cur[x] as i32);
-    while x >= first + WIDE {
-        let at = x - WIDE;
-        let here: &[u8; WIDE] = terrain[at..x].try_into().expect("16 cells");
-        let row: &mut [u32; WIDE] = (&mut cur[at..x]).try_into().expect("16 cells");
-        // SAFETY: the loads read 16 u32 and 16 bytes from arrays of that size, the store writes
-        // 16 u32 into `row`, which holds 16.
-        unsafe {
-            let tc = _mm_loadu_si128(here.as_ptr().cast());
-            let is_wall = _mm_cmpeq_epi8_mask(tc, wall);
-            let s = _mm512_madd_epi16(_mm512_cvtepu8_epi32(tc), straight);
-            let w = _mm512_mask_mov_epi32(s, is_wall, inf);
-            let v = _mm512_loadu_si512(row.as_ptr().cast());
-            // Lane i sees lane i + 1; lane 15 the first lane of the block after.
-            let shifted = _mm512_alignr_epi32::<1>(after, v);
-            after = if _mm512_cmplt_epu32_mask(_mm512_add_epi32(shifted, w), v) != 0 {
-                let carry = _mm512_permutexvar_epi32(_mm512_setzero_si512(), after);
-                let nv = wide_prefix_scan::<true>(v, w, carry);
-                _mm512_storeu_si512(row.as_mut_ptr().cast(), nv);
-                mark_cells(marks, at, x - 1);
-                nv
-            } else {
-                v
-            };
-        }
-        x = at;
-    }
-    let c = _mm_cvtsi128_si32(_mm512_castsi512_si128(after)) as u32;
-    leftwards_tail(cur, terrain, table, marks, x, first, c, right)
-}
-
-/// [`prefix_scan`] over sixteen cells: four steps of lane shifts.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-#[inline]
-fn wide_prefix_scan<const LEFTWARDS: bool>(
-    mut v: std::arch::x86_64::__m512i,
-    mut w: std::arch::x86_64::__m512i,
-    carry: std::arch::x86_64::__m512i,
-) -> std::arch::x86_64::__m512i {
-    use std::arch::x86_64::*;
-    let inf = _mm512_set1_epi32(INF as i32);
-    let zero = _mm512_setzero_si512();
-    macro_rules! step {
-        ($k:literal) => {
-            // Lanes shifted by $k towards the scan's direction; INF (values) and 0 (prices)
-            // shifted in.
-            let (vs, ws) = if LEFTWARDS {
-                (
-                    _mm512_alignr_epi32::<$k>(inf, v),
-                    _mm512_alignr_epi32::<$k>(zero, w),
-                )
-            } else {
-                (
-                    _mm512_alignr_epi32::<{ 16 - $k }>(v, inf),
-                    _mm512_alignr_epi32::<{ 16 - $k }>(w, zero),
-                )
-            };
-            v = _mm512_min_epu32(v, _mm512_add_epi32(vs, w));
-            w = _mm512_min_epu32(_mm512_add_epi32(w, ws), inf);
-        };
-    }
-    step!(1);
-    step!(2);
-    step!(4);
-    step!(8);
-    _mm512_min_epu32(v, _mm512_add_epi32(carry, w))
-}
-
-/// Cells of the AVX2 row pass.
-#[cfg(target_arch = "x86_64")]
-const LANES: usize = 8;
-
-/// The scan along a row over eight cells `v` with step prices `w` (at most `INF`), from
-/// `carry`, the value of the cell before them in the scan's direction, in every lane: each cell
-/// becomes the best of itself and of the cells before it plus the prices between. Rightwards
-/// the cell before is left of lane 0; leftwards (`LEFTWARDS`) it is right of lane 7.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-fn prefix_scan<const LEFTWARDS: bool>(
-    mut v: std::arch::x86_64::__m256i,
-    mut w: std::arch::x86_64::__m256i,
-    carry: std::arch::x86_64::__m256i,
-) -> std::arch::x86_64::__m256i {
-    use std::arch::x86_64::*;
-    let inf = _mm256_set1_epi32(INF as i32);
-    let zero = _mm256_setzero_si256();
-    // Lane shifts by 1, 2 and 4 towards the scan's direction; the lanes shifted in are blended
-    // with INF (values) and 0 (prices).
-    macro_rules! step {
-        ($right:expr, $left:expr, $mask_right:literal, $mask_left:literal) => {
-            let (vs, ws) = if LEFTWARDS {
-                let idx = $left;
-                (
-                    _mm256_blend_epi32::<$mask_left>(_mm256_permutevar8x32_epi32(v, idx), inf),
-                    _mm256_blend_epi32::<$mask_left>(_mm256_permutevar8x32_epi32(w, idx), zero),
-                )
-            } else {
-                let idx = $right;
-                (
-                    _mm256_blend_epi32::<$mask_right>(_mm256_permutevar8x32_epi32(v, idx), inf),
-                    _mm256_blend_epi32::<$mask_right>(_mm256_permutevar8x32_epi32(w, idx), zero),
-                )
-            };
-            v = _mm256_min_epu32(v, _mm256_add_epi32(vs, w));
-            w = _mm256_min_epu32(_mm256_add_epi32(w, ws), inf);
-        };
-    }
-    step!(
-        _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6),
-        _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7),
-        0b0000_0001,
-        0b1000_0000
-    );
-    step!(
-        _mm256_setr_epi32(0, 0, 0, 1, 2, 3, 4, 5),
-        _mm256_setr_epi32(2, 3, 4, 5, 6, 7, 7, 7),
-        0b0000_0011,
-        0b1100_0000
-    );
-    step!(
-        _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 2, 3),
-        _mm256_setr_epi32(4, 5, 6, 7, 7, 7, 7, 7),
-        0b0000_1111,
-        0b1111_0000
-    );
-    _mm256_min_epu32(v, _mm256_add_epi32(carry, w))
 }
 
 /// What the cells `lo..lo + n` of a row see of the row before, cut to `n` cells each (so that
@@ -1377,29 +993,35 @@ mod tests {
         diagonal: 14,
     };
 
-    /// A vector row pass: [`row_pass_avx2`] or [`row_pass_avx512`].
+    /// A vector row pass, as the builder calls it.
     #[cfg(target_arch = "x86_64")]
-    type VectorRowPass = unsafe fn(
-        &mut [u32],
-        &[u32],
-        &[u8],
-        &[u8],
-        Prices,
-        &[u32; 256],
-        &mut [u64],
-        usize,
-        usize,
-    ) -> Span;
+    type VectorRowPass = Box<
+        dyn Fn(
+            crate::simd::x86_64::sweep::Rows,
+            Prices,
+            &[u32; 256],
+            &mut [u64],
+            usize,
+            usize,
+        ) -> Span,
+    >;
 
     /// The vector row passes this CPU can run, by name.
     #[cfg(target_arch = "x86_64")]
     fn vector_row_passes() -> Vec<(&'static str, VectorRowPass)> {
+        use crate::simd::under_test;
         let mut kernels: Vec<(&'static str, VectorRowPass)> = Vec::new();
-        if crate::simd_test::avx2() {
-            kernels.push(("AVX2", row_pass_avx2));
+        if let Some(avx2) = under_test::avx2() {
+            kernels.push((
+                "AVX2",
+                Box::new(move |r, p, t, m, lo, hi| avx2.row_pass(r, p, t, m, lo, hi)),
+            ));
         }
-        if crate::simd_test::avx512() {
-            kernels.push(("AVX-512", row_pass_avx512));
+        if let Some(avx512) = under_test::avx512() {
+            kernels.push((
+                "AVX-512",
+                Box::new(move |r, p, t, m, lo, hi| avx512.row_pass(r, p, t, m, lo, hi)),
+            ));
         }
         kernels
     }
@@ -1454,20 +1076,8 @@ mod tests {
             for (name, kernel) in vector_row_passes() {
                 let mut wide = row.clone();
                 let mut marks = vec![0u64; n.div_ceil(CHUNK).div_ceil(64)];
-                // SAFETY: the CPU has the kernel's features (`vector_row_passes` checked).
-                let b = unsafe {
-                    kernel(
-                        &mut wide,
-                        &prev,
-                        &terrain,
-                        &prev_terrain,
-                        prices,
-                        &table,
-                        &mut marks,
-                        lo,
-                        hi,
-                    )
-                };
+                let rows = (&mut wide[..], &prev[..], &terrain[..], &prev_terrain[..]);
+                let b = kernel(rows, prices, &table, &mut marks, lo, hi);
                 assert_eq!(
                     plain, wide,
                     "{name}: seed {seed}, n {n}, columns {lo}..={hi}"
@@ -1543,10 +1153,9 @@ mod tests {
             assert_eq!(finish_plain(&mut plain, model), want, "seed {seed}");
             assert_eq!(plain, by_hand, "seed {seed}");
             #[cfg(target_arch = "x86_64")]
-            if crate::simd_test::avx2() {
+            if let Some(avx2) = crate::simd::under_test::avx2() {
                 let mut wide = dist.clone();
-                // SAFETY: AVX2 is present (checked above).
-                let vector = unsafe { finish_avx2(&mut wide, model) };
+                let vector = avx2.finish(&mut wide, model);
                 assert_eq!(wide, by_hand, "seed {seed}");
                 assert_eq!(vector, want, "seed {seed}");
             }
@@ -1587,23 +1196,14 @@ mod tests {
     #[test]
     fn vectorised_and_plain_prefix_scans_agree() {
         #[cfg(target_arch = "x86_64")]
-        if crate::simd_test::avx2() {
-            use std::arch::x86_64::*;
+        if let Some(avx2) = crate::simd::under_test::avx2() {
             for seed in 0..3000u64 {
                 let (cells, prices, carry, plain) = prefix_scan_case::<8>(seed);
-                let mut wide = [[0u32; 8]; 2];
-                // SAFETY: AVX2 is present (checked above); the loads and stores move 8 u32
-                // from and to arrays of 8.
-                unsafe {
-                    let vv = _mm256_loadu_si256(cells.as_ptr().cast());
-                    let ww = _mm256_loadu_si256(prices.as_ptr().cast());
-                    let cc = _mm256_set1_epi32(carry as i32);
-                    let r = prefix_scan::<false>(vv, ww, cc);
-                    let l = prefix_scan::<true>(vv, ww, cc);
-                    _mm256_storeu_si256(wide[0].as_mut_ptr().cast(), r);
-                    _mm256_storeu_si256(wide[1].as_mut_ptr().cast(), l);
-                }
-                assert_eq!(wide, plain, "seed {seed}");
+                assert_eq!(
+                    avx2.prefix_scans(cells, prices, carry),
+                    plain,
+                    "seed {seed}"
+                );
             }
         }
     }
@@ -1611,23 +1211,14 @@ mod tests {
     #[test]
     fn wide_and_plain_prefix_scans_agree() {
         #[cfg(target_arch = "x86_64")]
-        if crate::simd_test::avx512() {
-            use std::arch::x86_64::*;
+        if let Some(avx512) = crate::simd::under_test::avx512() {
             for seed in 0..3000u64 {
                 let (cells, prices, carry, plain) = prefix_scan_case::<16>(seed);
-                let mut wide = [[0u32; 16]; 2];
-                // SAFETY: AVX-512 F is present (checked above); the loads and stores move 16
-                // u32 from and to arrays of 16.
-                unsafe {
-                    let vv = _mm512_loadu_si512(cells.as_ptr().cast());
-                    let ww = _mm512_loadu_si512(prices.as_ptr().cast());
-                    let cc = _mm512_set1_epi32(carry as i32);
-                    let r = wide_prefix_scan::<false>(vv, ww, cc);
-                    let l = wide_prefix_scan::<true>(vv, ww, cc);
-                    _mm512_storeu_si512(wide[0].as_mut_ptr().cast(), r);
-                    _mm512_storeu_si512(wide[1].as_mut_ptr().cast(), l);
-                }
-                assert_eq!(wide, plain, "seed {seed}");
+                assert_eq!(
+                    avx512.prefix_scans(cells, prices, carry),
+                    plain,
+                    "seed {seed}"
+                );
             }
         }
     }

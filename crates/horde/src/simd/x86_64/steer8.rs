@@ -12,13 +12,74 @@
 
 use std::arch::x86_64::*;
 
-use super::neighbours::{NEAR8, distances8};
-use super::steer::{BLOCK, Entries, MOST_NEIGHBOURS, STAGED_NORMALS, Staged, StepContext, Walk};
-use super::*;
+use glam::Vec2;
+
+use crate::cost::WALL;
+use crate::crowd::neighbours::NEAR8;
+use crate::crowd::steer::{
+    BLOCK, Entries, MOST_NEIGHBOURS, STAGED_NORMALS, Staged, StepContext, Walk,
+};
+use crate::crowd::*;
+use crate::simd::V3;
+use crate::simd::x86_64::neighbours::distances8;
+
+impl V3 {
+    /// The flow samples of a block of eight agents at once ([`StepContext::sample8`]).
+    #[inline(always)]
+    pub(crate) fn sample8(
+        self,
+        ctx: &StepContext,
+        first: usize,
+        positions: &[Vec2; BLOCK],
+        flags: &[u8; BLOCK],
+    ) -> Option<Samples8> {
+        // SAFETY: a `V3` exists only where the CPU has AVX2, the kernel's only requirement.
+        unsafe { ctx.sample8(first, positions, flags) }
+    }
+
+    /// The first halves of a block's steps, eight at once but for the searches
+    /// ([`StepContext::start8`]).
+    #[inline(always)]
+    pub(crate) fn start8(
+        self,
+        ctx: &StepContext,
+        first: usize,
+        eight: &Samples8,
+        walks: &mut Walks,
+        rows: &mut Rows8,
+        clearances: &mut [u32],
+    ) {
+        // SAFETY: a `V3` exists only where the CPU has AVX2, the kernel's only requirement.
+        unsafe { ctx.start8(self, first, eight, walks, rows, clearances) }
+    }
+
+    /// The first halves of the steps of the lanes set in `lanes`, one by one
+    /// ([`StepContext::start_lanes`]).
+    #[inline(always)]
+    pub(crate) fn start_lanes(
+        self,
+        ctx: &StepContext,
+        first: usize,
+        lanes: u32,
+        walks: &mut Walks,
+        rows: &mut Rows8,
+        clearances: &mut [u32],
+    ) {
+        ctx.start_lanes(self, first, lanes, walks, rows, clearances)
+    }
+
+    /// The second halves of the staged lanes' steps, eight at once
+    /// ([`StepContext::finish8`]).
+    #[inline(always)]
+    pub(crate) fn finish8(self, ctx: &StepContext, first: usize, walks: &Walks, rows: Rows8) {
+        // SAFETY: a `V3` exists only where the CPU has AVX2, the kernel's only requirement.
+        unsafe { ctx.finish8(first, walks, rows) }
+    }
+}
 
 /// A block's flow samples taken eight at once ([`FlowField::bilinear8`]): the directions of
 /// the lanes in `done`, all of one group.
-pub(super) struct Samples8 {
+pub(crate) struct Samples8 {
     group: u16,
     xs: [f32; BLOCK],
     ys: [f32; BLOCK],
@@ -28,9 +89,9 @@ pub(super) struct Samples8 {
 
 /// Eight agents' [`Staged`] steps, field by field, and which of them are staged.
 #[derive(Clone, Copy, Default)]
-pub(super) struct Walks {
+pub(crate) struct Walks {
     /// Bit `l` set if lane `l` holds a walk.
-    pub(super) staged: u32,
+    pub(crate) staged: u32,
     desired_x: [f32; BLOCK],
     desired_y: [f32; BLOCK],
     push_x: [f32; BLOCK],
@@ -60,14 +121,14 @@ impl Walks {
     /// No lane staged. (Staging a lane writes all its fields but the normals past its
     /// `touching`, which nothing reads.)
     #[inline(always)]
-    pub(super) fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         (self.staged, self.touching_arrived) = (0, 0);
         (self.moving, self.arrived) = (0, 0);
     }
 
     /// Stage `staged` in lane `l`.
     #[inline(always)]
-    pub(super) fn stage(&mut self, l: usize, staged: &Staged) {
+    pub(crate) fn stage(&mut self, l: usize, staged: &Staged) {
         let walk = &staged.walk;
         self.staged |= 1 << l;
         (self.desired_x[l], self.desired_y[l]) = (walk.desired.x, walk.desired.y);
@@ -125,7 +186,7 @@ impl Walks {
 }
 
 /// A block's positions, velocities, states, anchors, timers and flags.
-pub(super) type Rows8<'r> = (
+pub(crate) type Rows8<'r> = (
     &'r mut [Vec2; BLOCK],
     &'r mut [Vec2; BLOCK],
     &'r mut [AgentState; BLOCK],
@@ -136,7 +197,7 @@ pub(super) type Rows8<'r> = (
 
 /// Lane `l`'s entries among a block's.
 #[inline(always)]
-pub(super) fn lane<'r>(rows: &'r mut Rows8<'_>, l: usize) -> Entries<'r> {
+pub(crate) fn lane<'r>(rows: &'r mut Rows8<'_>, l: usize) -> Entries<'r> {
     let (positions, velocities, states, anchors, timers, flags) = rows;
     (
         &mut positions[l],
@@ -212,7 +273,7 @@ fn spread(bits: u32) -> u64 {
 /// All ones in the lanes whose bits are set in `bits`, zeros in the others.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) fn lanes_of(bits: u32) -> __m256 {
+pub(crate) fn lanes_of(bits: u32) -> __m256 {
     let each = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
     let set = _mm256_and_si256(_mm256_set1_epi32(bits as i32), each);
     _mm256_castsi256_ps(_mm256_cmpeq_epi32(set, each))
@@ -264,7 +325,7 @@ impl StepContext<'_> {
     /// The flow samples of the slots `first..first + 8` eight at once, if the crowd samples
     /// bilinearly and they are all alive and of one group.
     #[target_feature(enable = "avx2")]
-    pub(super) fn sample8(
+    fn sample8(
         &self,
         first: usize,
         positions: &[Vec2; BLOCK],
@@ -479,8 +540,9 @@ impl StepContext<'_> {
     /// bits. Steps that `finish8` can finish are staged in `walks` (cleared before); the others
     /// (touching more than [`STAGED_NORMALS`] neighbours) are finished here.
     #[target_feature(enable = "avx2")]
-    pub(super) fn start8(
+    fn start8(
         &self,
+        v3: V3,
         first: usize,
         eight: &Samples8,
         walks: &mut Walks,
@@ -618,7 +680,7 @@ impl StepContext<'_> {
                 };
                 let (radius, known) = (self.radii[i], clearance[l]);
                 let contact =
-                    self.separation::<true, true>(i, p, radius, state, grp.goal, dist[l], known);
+                    self.separation::<true>(v3, i, p, radius, state, grp.goal, dist[l], known);
                 clearance[l] = contact.clearance;
                 (walks.push_x[l], walks.push_y[l]) = (contact.push.x, contact.push.y);
                 walks.unpenetrate_x[l] = contact.unpenetrate.x;
@@ -671,14 +733,22 @@ impl StepContext<'_> {
         walks.touching_arrived |= touching_arrived & staged;
 
         // The lanes not sampled here, one by one.
-        self.start_lanes(first, !done & ((1 << BLOCK) - 1), walks, rows, clearances);
+        self.start_lanes(
+            v3,
+            first,
+            !done & ((1 << BLOCK) - 1),
+            walks,
+            rows,
+            clearances,
+        );
     }
 
     /// [`Self::start`] of the lanes set in `lanes` of the block of slots `first..first + 8`,
     /// whose entries are `rows`, one by one: those it leaves staged are staged in `walks`.
     #[inline(always)]
-    pub(super) fn start_lanes(
+    fn start_lanes(
         &self,
+        v3: V3,
         first: usize,
         lanes: u32,
         walks: &mut Walks,
@@ -691,7 +761,7 @@ impl StepContext<'_> {
             rest &= rest - 1;
             let sample = self.sample(first + l, rows.0[l]);
             if let Some(staged) =
-                self.start::<true>(first + l, lane(rows, l), &mut clearances[l], sample)
+                self.start::<true>(v3, first + l, lane(rows, l), &mut clearances[l], sample)
             {
                 walks.stage(l, &staged);
             }
@@ -701,7 +771,7 @@ impl StepContext<'_> {
     /// [`Self::finish`] of the agents staged in `walks`, the slots `first..first + 8`, whose
     /// entries are `rows`.
     #[target_feature(enable = "avx2")]
-    pub(super) fn finish8(&self, first: usize, walks: &Walks, rows: Rows8) {
+    fn finish8(&self, first: usize, walks: &Walks, rows: Rows8) {
         let (positions, velocities, states, anchors, timers, flags) = rows;
         let cfg = self.config;
         let costs = self.costs;

@@ -1,0 +1,118 @@
+//! The crowd's parallel helpers: loops over pieces of the agent arrays, on rayon's threads with
+//! `parallel`, whose results are the same bits whatever the number of threads (each piece
+//! writes only its own entries, and reductions combine the pieces' results in order).
+
+use glam::Vec2;
+
+/// `work(k, (first, rest...))` for every piece `k` of `$size` slots of the arrays, each as
+/// mutable slices (in parallel with `parallel`): for loops over slices, such as those compiled
+/// twice, for the baseline CPU and for x86-64-v3 (see [`steer::update`]), or those that
+/// vectorise.
+macro_rules! each_piece {
+    ($size:expr, $work:expr, $first:expr $(, $rest:expr)*) => {{
+        #[cfg(feature = "parallel")]
+        {
+            use rayon::prelude::*;
+            $first
+                .par_chunks_mut($size)
+                $(.zip($rest.par_chunks_mut($size)))*
+                .enumerate()
+                .for_each($work);
+        }
+        #[cfg(not(feature = "parallel"))]
+        {
+            $first.chunks_mut($size)$(.zip($rest.chunks_mut($size)))*.enumerate().for_each($work);
+        }
+    }};
+}
+
+/// Agents per piece of a [`fold_chunks`] or [`each_chunk`] reduction.
+pub(crate) const CHUNK: usize = 8192;
+
+/// Fold `0..n` in pieces of [`CHUNK`] (in parallel with `parallel`), then combine the pieces'
+/// results in order: the same bits whatever the number of threads, even for float sums.
+pub(crate) fn fold_chunks<T: Copy + Send + Sync>(
+    n: usize,
+    partials: &mut Vec<T>,
+    identity: T,
+    part: impl Fn(std::ops::Range<usize>) -> T + Sync,
+    combine: impl Fn(T, T) -> T,
+) -> T {
+    partials.clear();
+    partials.resize(n.div_ceil(CHUNK), identity);
+    each_chunk(partials, 1, |c, out| {
+        out[0] = part(c * CHUNK..((c + 1) * CHUNK).min(n))
+    });
+    partials.iter().copied().fold(identity, combine)
+}
+
+/// Call `work(c, &mut out[c * width..(c + 1) * width])` for every piece `c` (in parallel with
+/// `parallel`).
+pub(crate) fn each_chunk<T: Send>(
+    out: &mut [T],
+    width: usize,
+    work: impl Fn(usize, &mut [T]) + Sync,
+) {
+    #[cfg(feature = "parallel")]
+    {
+        use rayon::prelude::*;
+        out.par_chunks_mut(width)
+            .enumerate()
+            .for_each(|(c, o)| work(c, o));
+    }
+    #[cfg(not(feature = "parallel"))]
+    for (c, o) in out.chunks_mut(width).enumerate() {
+        work(c, o);
+    }
+}
+
+/// `work(c, piece)` for each piece of `width` of `items` (in parallel with `parallel`).
+pub(crate) fn each_chunk_of<T: Sync>(items: &[T], width: usize, work: impl Fn(usize, &[T]) + Sync) {
+    #[cfg(feature = "parallel")]
+    {
+        use rayon::prelude::*;
+        items
+            .par_chunks(width)
+            .enumerate()
+            .for_each(|(c, o)| work(c, o));
+    }
+    #[cfg(not(feature = "parallel"))]
+    for (c, o) in items.chunks(width).enumerate() {
+        work(c, o);
+    }
+}
+
+/// `out[k] = value(k)` for every `k` (in parallel with `parallel`). Piece by piece, each a
+/// plain loop: rayon's per-item iterators cost twice as much per entry here.
+pub(crate) fn fill<T: Send>(out: &mut [T], value: impl Fn(usize) -> T + Sync) {
+    each_chunk(out, CHUNK, |c, piece| {
+        for (k, o) in (c * CHUNK..).zip(piece) {
+            *o = value(k);
+        }
+    });
+}
+
+/// `out[k] = value(order[k])` for every sorted entry `k` (in parallel with `parallel`).
+pub(crate) fn gather(order: &[u32], out: &mut [Vec2], value: impl Fn(usize) -> Vec2 + Sync) {
+    fill(&mut out[..order.len()], |k| value(order[k] as usize));
+}
+
+/// Split gathered pairs back into their two arrays, which end up `packed.len()` long.
+pub(crate) fn unpack<A, B>(
+    packed: &[Vec2],
+    a: &mut Vec<A>,
+    b: &mut Vec<B>,
+    split: impl Fn(Vec2) -> (A, B) + Sync,
+) where
+    A: Copy + Default + Send,
+    B: Copy + Default + Send,
+{
+    a.resize(packed.len(), A::default());
+    b.resize(packed.len(), B::default());
+    let work = |(c, (a, b)): (usize, (&mut [A], &mut [B]))| {
+        for ((a, b), &v) in a.iter_mut().zip(b).zip(&packed[c * CHUNK..]) {
+            (*a, *b) = split(v);
+        }
+    };
+    each_piece!(CHUNK, work, a, b);
+}

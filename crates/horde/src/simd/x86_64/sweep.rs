@@ -1,0 +1,487 @@
+//! The integration sweeps' row passes for AVX2 and AVX-512, and the end of a build for AVX2.
+
+use std::arch::x86_64::*;
+
+use crate::cost::{CostModel, WALL};
+use crate::integration::sweep::{
+    EMPTY, INF, Prices, Span, SweepOutcome, finish_plain, leftwards_tail, mark_cells,
+    rightwards_tail,
+};
+use crate::simd::{Avx2, Avx512};
+
+/// A row and the row before it, and their terrain: `(cur, prev, terrain, prev_terrain)`.
+pub(crate) type Rows<'a> = (&'a mut [u32], &'a [u32], &'a [u8], &'a [u8]);
+
+impl Avx2 {
+    /// The row pass over columns `lo..=hi`, eight cells at a time ([`row_pass_avx2`]).
+    #[inline]
+    pub(crate) fn row_pass(
+        self,
+        (cur, prev, terrain, prev_terrain): Rows,
+        prices: Prices,
+        table: &[u32; 256],
+        marks: &mut [u64],
+        lo: usize,
+        hi: usize,
+    ) -> Span {
+        // SAFETY: an `Avx2` exists only where the CPU has AVX2, the kernel's only requirement.
+        unsafe {
+            row_pass_avx2(
+                cur,
+                prev,
+                terrain,
+                prev_terrain,
+                prices,
+                table,
+                marks,
+                lo,
+                hi,
+            )
+        }
+    }
+
+    /// The end of a build (`finish_plain`) compiled for AVX2, which has the 32-bit unsigned
+    /// maximum that the baseline's SSE2 lacks (so there the loop stays one cell at a time).
+    #[inline]
+    pub(crate) fn finish(self, dist: &mut [u32], model: CostModel) -> SweepOutcome {
+        // SAFETY: an `Avx2` exists only where the CPU has AVX2, the kernel's only requirement.
+        unsafe { finish_avx2(dist, model) }
+    }
+}
+
+impl Avx512 {
+    /// The row pass over columns `lo..=hi`, sixteen cells at a time ([`row_pass_avx512`]).
+    #[inline]
+    pub(crate) fn row_pass(
+        self,
+        (cur, prev, terrain, prev_terrain): Rows,
+        prices: Prices,
+        table: &[u32; 256],
+        marks: &mut [u64],
+        lo: usize,
+        hi: usize,
+    ) -> Span {
+        // SAFETY: an `Avx512` exists only where the CPU has AVX-512 F, BW and VL, the kernel's
+        // only requirement.
+        unsafe {
+            row_pass_avx512(
+                cur,
+                prev,
+                terrain,
+                prev_terrain,
+                prices,
+                table,
+                marks,
+                lo,
+                hi,
+            )
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+fn finish_avx2(dist: &mut [u32], model: CostModel) -> SweepOutcome {
+    finish_plain(dist, model)
+}
+
+/// `row_pass` (integration sweeps) for AVX2, eight cells at a time: each block takes the offers of the row before
+/// and then the scan from its left neighbour in the same step, then a scan leftwards over the
+/// columns that changed. A block whose cells none improve from their neighbour (the check is a
+/// shift, an add and a compare) skips the scan proper: a min-plus prefix scan (Hillis-Steele,
+/// three steps of lane shifts), the same values, bit for bit, as the plain plain `settle`. Prices
+/// of walls count as `INF` here instead of `WALL_STEP` (either way nothing improves through a
+/// wall), and sums of prices stop at `INF`, so no sum overflows.
+///
+/// The row must be consistent along itself before (no cell improves from a neighbour in the
+/// row), as the builder keeps every row: then the cells that change are exactly those of
+/// plain `settle`, and so is the span returned. The marks are those of the blocks of eight that
+/// changed, finer than the span's.
+#[target_feature(enable = "avx2")]
+#[allow(clippy::too_many_arguments)]
+fn row_pass_avx2(
+    cur: &mut [u32],
+    prev: &[u32],
+    terrain: &[u8],
+    prev_terrain: &[u8],
+    prices: Prices,
+    table: &[u32; 256],
+    marks: &mut [u64],
+    lo: usize,
+    hi: usize,
+) -> Span {
+    let wall = _mm_set1_epi8(WALL as i8);
+    let inf = _mm256_set1_epi32(INF as i32);
+    // Bases below 2^15 (asserted beside `CostModel`) in the low half of each lane: one `madd`
+    // multiplies them by the terrain (a 16-bit multiply, cheaper than the 32-bit `mullo`).
+    let straight = _mm256_set1_epi32(prices.straight as i32);
+    let diagonal = _mm256_set1_epi32(prices.diagonal as i32);
+    let from_left = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6);
+    let last_lane = _mm256_set1_epi32(7);
+    let (mut first, mut last) = (usize::MAX, 0usize);
+    let mut x = lo;
+    // The value of the cell before the block, in every lane.
+    let mut carry = _mm256_set1_epi32(cur[lo - 1] as i32);
+    while x + LANES <= hi + 1 {
+        let above: &[u32; LANES + 2] = prev[x - 1..x + LANES + 1].try_into().expect("10 cells");
+        let here: &[u8; LANES + 2] = terrain[x - 1..x + LANES + 1].try_into().expect("10 cells");
+        let up: &[u8; LANES] = prev_terrain[x..x + LANES].try_into().expect("8 cells");
+        let row: &mut [u32; LANES] = (&mut cur[x..x + LANES]).try_into().expect("8 cells");
+        // SAFETY: every load reads 8 u32 or 8 bytes within the arrays just cut to size, the
+        // store writes 8 u32 into `row`, which holds 8.
+        let changed = unsafe {
+            let pl = _mm256_loadu_si256(above.as_ptr().cast());
+            let pc = _mm256_loadu_si256(above.as_ptr().add(1).cast());
+            let pr = _mm256_loadu_si256(above.as_ptr().add(2).cast());
+            let tl = _mm_loadl_epi64(here.as_ptr().cast());
+            let tc = _mm_loadl_epi64(here.as_ptr().add(1).cast());
+            let tr = _mm_loadl_epi64(here.as_ptr().add(2).cast());
+            let tu = _mm_loadl_epi64(up.as_ptr().cast());
+            let up_wall = _mm_cmpeq_epi8(tu, wall);
+            // All ones where a diagonal is barred (the corner rule) or the cell is a wall.
+            let no_left = _mm256_cvtepi8_epi32(_mm_or_si128(_mm_cmpeq_epi8(tl, wall), up_wall));
+            let no_right = _mm256_cvtepi8_epi32(_mm_or_si128(_mm_cmpeq_epi8(tr, wall), up_wall));
+            let is_wall = _mm256_cvtepi8_epi32(_mm_cmpeq_epi8(tc, wall));
+            let t = _mm256_cvtepu8_epi32(tc);
+            let s = _mm256_madd_epi16(t, straight);
+            let g = _mm256_madd_epi16(t, diagonal);
+            let diag = _mm256_min_epu32(
+                _mm256_min_epu32(_mm256_or_si256(pl, no_left), _mm256_or_si256(pr, no_right)),
+                inf,
+            );
+            let offer = _mm256_or_si256(
+                _mm256_min_epu32(_mm256_add_epi32(pc, s), _mm256_add_epi32(diag, g)),
+                is_wall,
+            );
+            let v = _mm256_loadu_si256(row.as_ptr().cast());
+            let mut nv = _mm256_min_epu32(v, offer);
+            // The price of a step along the row from each cell; INF from a wall.
+            let w = _mm256_or_si256(s, _mm256_srli_epi32::<1>(is_wall));
+            let shifted = _mm256_blend_epi32::<0b0000_0001>(
+                _mm256_permutevar8x32_epi32(nv, from_left),
+                carry,
+            );
+            let kept = _mm256_cmpeq_epi32(_mm256_min_epu32(_mm256_add_epi32(shifted, w), nv), nv);
+            if _mm256_movemask_ps(_mm256_castsi256_ps(kept)) != 0xFF {
+                nv = prefix_scan::<false>(nv, w, carry);
+            }
+            _mm256_storeu_si256(row.as_mut_ptr().cast(), nv);
+            carry = _mm256_permutevar8x32_epi32(nv, last_lane);
+            !_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(nv, v))) as u32 & 0xFF
+        };
+        if changed != 0 {
+            first = first.min(x + changed.trailing_zeros() as usize);
+            last = x + 31 - changed.leading_zeros() as usize;
+            mark_cells(marks, x, x + LANES - 1);
+        }
+        x += LANES;
+    }
+    let c = _mm256_cvtsi256_si32(carry) as u32;
+    let rows = (prev, terrain, prev_terrain);
+    let Some((first, right)) =
+        rightwards_tail(cur, rows, prices, table, marks, x, hi, c, first, last)
+    else {
+        return EMPTY;
+    };
+    // Leftwards from `right` down to `first`: blocks of cells `x - 8..x`, from the cell at `x`.
+    let to_right = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
+    let mut x = right;
+    let mut carry = _mm256_set1_epi32(cur[x] as i32);
+    while x >= first + LANES {
+        let at = x - LANES;
+        let here: &[u8; LANES] = terrain[at..x].try_into().expect("8 cells");
+        let row: &mut [u32; LANES] = (&mut cur[at..x]).try_into().expect("8 cells");
+        // SAFETY: the loads read 8 u32 and 8 bytes from arrays of that size, the store writes
+        // 8 u32 into `row`, which holds 8.
+        unsafe {
+            let tc = _mm_loadl_epi64(here.as_ptr().cast());
+            let is_wall = _mm256_cvtepi8_epi32(_mm_cmpeq_epi8(tc, wall));
+            let s = _mm256_madd_epi16(_mm256_cvtepu8_epi32(tc), straight);
+            let w = _mm256_or_si256(s, _mm256_srli_epi32::<1>(is_wall));
+            let v = _mm256_loadu_si256(row.as_ptr().cast());
+            let shifted =
+                _mm256_blend_epi32::<0b1000_0000>(_mm256_permutevar8x32_epi32(v, to_right), carry);
+            let kept = _mm256_cmpeq_epi32(_mm256_min_epu32(_mm256_add_epi32(shifted, w), v), v);
+            let nv = if _mm256_movemask_ps(_mm256_castsi256_ps(kept)) != 0xFF {
+                let nv = prefix_scan::<true>(v, w, carry);
+                _mm256_storeu_si256(row.as_mut_ptr().cast(), nv);
+                mark_cells(marks, at, x - 1);
+                nv
+            } else {
+                v
+            };
+            carry = _mm256_broadcastd_epi32(_mm256_castsi256_si128(nv));
+        }
+        x = at;
+    }
+    let c = _mm256_cvtsi256_si32(carry) as u32;
+    leftwards_tail(cur, terrain, table, marks, x, first, c, right)
+}
+
+/// [`row_pass_avx2`] sixteen cells at a time, for CPUs with AVX-512 (F, BW and VL): the same
+/// steps, with mask registers for the corner rule and the walls, and lane rotations across
+/// two registers for the shifts. The same values, span and marks.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+#[allow(clippy::too_many_arguments)]
+fn row_pass_avx512(
+    cur: &mut [u32],
+    prev: &[u32],
+    terrain: &[u8],
+    prev_terrain: &[u8],
+    prices: Prices,
+    table: &[u32; 256],
+    marks: &mut [u64],
+    lo: usize,
+    hi: usize,
+) -> Span {
+    const WIDE: usize = 16;
+    let wall = _mm_set1_epi8(WALL as i8);
+    let inf = _mm512_set1_epi32(INF as i32);
+    let ones = _mm512_set1_epi32(-1);
+    let straight = _mm512_set1_epi32(prices.straight as i32);
+    let diagonal = _mm512_set1_epi32(prices.diagonal as i32);
+    let (mut first, mut last) = (usize::MAX, 0usize);
+    let mut x = lo;
+    // The block before, final: its last lane is the value of the cell before the block.
+    let mut before = _mm512_set1_epi32(cur[lo - 1] as i32);
+    while x + WIDE <= hi + 1 {
+        let above: &[u32; WIDE + 2] = prev[x - 1..x + WIDE + 1].try_into().expect("18 cells");
+        let here: &[u8; WIDE + 2] = terrain[x - 1..x + WIDE + 1].try_into().expect("18 cells");
+        let up: &[u8; WIDE] = prev_terrain[x..x + WIDE].try_into().expect("16 cells");
+        let row: &mut [u32; WIDE] = (&mut cur[x..x + WIDE]).try_into().expect("16 cells");
+        // SAFETY: every load reads 16 u32 or 16 bytes within the arrays just cut to size, the
+        // store writes 16 u32 into `row`, which holds 16.
+        let changed = unsafe {
+            let pl = _mm512_loadu_si512(above.as_ptr().cast());
+            let pc = _mm512_loadu_si512(above.as_ptr().add(1).cast());
+            let pr = _mm512_loadu_si512(above.as_ptr().add(2).cast());
+            let tl = _mm_loadu_si128(here.as_ptr().cast());
+            let tc = _mm_loadu_si128(here.as_ptr().add(1).cast());
+            let tr = _mm_loadu_si128(here.as_ptr().add(2).cast());
+            let tu = _mm_loadu_si128(up.as_ptr().cast());
+            let up_wall = _mm_cmpeq_epi8_mask(tu, wall);
+            // Set where a diagonal is barred (the corner rule) or the cell is a wall.
+            let no_left = _mm_cmpeq_epi8_mask(tl, wall) | up_wall;
+            let no_right = _mm_cmpeq_epi8_mask(tr, wall) | up_wall;
+            let is_wall = _mm_cmpeq_epi8_mask(tc, wall);
+            let t = _mm512_cvtepu8_epi32(tc);
+            let s = _mm512_madd_epi16(t, straight);
+            let g = _mm512_madd_epi16(t, diagonal);
+            let diag = _mm512_min_epu32(
+                _mm512_mask_mov_epi32(pl, no_left, inf),
+                _mm512_mask_mov_epi32(pr, no_right, inf),
+            );
+            let offer = _mm512_mask_mov_epi32(
+                _mm512_min_epu32(_mm512_add_epi32(pc, s), _mm512_add_epi32(diag, g)),
+                is_wall,
+                ones,
+            );
+            let v = _mm512_loadu_si512(row.as_ptr().cast());
+            let mut nv = _mm512_min_epu32(v, offer);
+            let w = _mm512_mask_mov_epi32(s, is_wall, inf);
+            // Lane i sees lane i - 1; lane 0 the last lane of the block before.
+            let shifted = _mm512_alignr_epi32::<15>(nv, before);
+            if _mm512_cmplt_epu32_mask(_mm512_add_epi32(shifted, w), nv) != 0 {
+                let carry = _mm512_permutexvar_epi32(_mm512_set1_epi32(15), before);
+                nv = wide_prefix_scan::<false>(nv, w, carry);
+            }
+            _mm512_storeu_si512(row.as_mut_ptr().cast(), nv);
+            before = nv;
+            _mm512_cmpneq_epu32_mask(nv, v) as u32
+        };
+        if changed != 0 {
+            first = first.min(x + changed.trailing_zeros() as usize);
+            last = x + 31 - changed.leading_zeros() as usize;
+            mark_cells(marks, x, x + WIDE - 1);
+        }
+        x += WIDE;
+    }
+    // The last lane of the block before (lane 3 of its fourth quarter).
+    let c = _mm_extract_epi32::<3>(_mm512_extracti32x4_epi32::<3>(before)) as u32;
+    let rows = (prev, terrain, prev_terrain);
+    let Some((first, right)) =
+        rightwards_tail(cur, rows, prices, table, marks, x, hi, c, first, last)
+    else {
+        return EMPTY;
+    };
+    // Leftwards from `right` down to `first`: blocks of cells `x - 16..x`, from the cell at `x`.
+    let mut x = right;
+    let mut after = _mm512_set1_epi32(cur[x] as i32);
+    while x >= first + WIDE {
+        let at = x - WIDE;
+        let here: &[u8; WIDE] = terrain[at..x].try_into().expect("16 cells");
+        let row: &mut [u32; WIDE] = (&mut cur[at..x]).try_into().expect("16 cells");
+        // SAFETY: the loads read 16 u32 and 16 bytes from arrays of that size, the store writes
+        // 16 u32 into `row`, which holds 16.
+        unsafe {
+            let tc = _mm_loadu_si128(here.as_ptr().cast());
+            let is_wall = _mm_cmpeq_epi8_mask(tc, wall);
+            let s = _mm512_madd_epi16(_mm512_cvtepu8_epi32(tc), straight);
+            let w = _mm512_mask_mov_epi32(s, is_wall, inf);
+            let v = _mm512_loadu_si512(row.as_ptr().cast());
+            // Lane i sees lane i + 1; lane 15 the first lane of the block after.
+            let shifted = _mm512_alignr_epi32::<1>(after, v);
+            after = if _mm512_cmplt_epu32_mask(_mm512_add_epi32(shifted, w), v) != 0 {
+                let carry = _mm512_permutexvar_epi32(_mm512_setzero_si512(), after);
+                let nv = wide_prefix_scan::<true>(v, w, carry);
+                _mm512_storeu_si512(row.as_mut_ptr().cast(), nv);
+                mark_cells(marks, at, x - 1);
+                nv
+            } else {
+                v
+            };
+        }
+        x = at;
+    }
+    let c = _mm_cvtsi128_si32(_mm512_castsi512_si128(after)) as u32;
+    leftwards_tail(cur, terrain, table, marks, x, first, c, right)
+}
+
+/// [`prefix_scan`] over sixteen cells: four steps of lane shifts.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn wide_prefix_scan<const LEFTWARDS: bool>(
+    mut v: __m512i,
+    mut w: __m512i,
+    carry: __m512i,
+) -> __m512i {
+    let inf = _mm512_set1_epi32(INF as i32);
+    let zero = _mm512_setzero_si512();
+    macro_rules! step {
+        ($k:literal) => {
+            // Lanes shifted by $k towards the scan's direction; INF (values) and 0 (prices)
+            // shifted in.
+            let (vs, ws) = if LEFTWARDS {
+                (
+                    _mm512_alignr_epi32::<$k>(inf, v),
+                    _mm512_alignr_epi32::<$k>(zero, w),
+                )
+            } else {
+                (
+                    _mm512_alignr_epi32::<{ 16 - $k }>(v, inf),
+                    _mm512_alignr_epi32::<{ 16 - $k }>(w, zero),
+                )
+            };
+            v = _mm512_min_epu32(v, _mm512_add_epi32(vs, w));
+            w = _mm512_min_epu32(_mm512_add_epi32(w, ws), inf);
+        };
+    }
+    step!(1);
+    step!(2);
+    step!(4);
+    step!(8);
+    _mm512_min_epu32(v, _mm512_add_epi32(carry, w))
+}
+
+/// Cells of the AVX2 row pass.
+const LANES: usize = 8;
+
+/// The scan along a row over eight cells `v` with step prices `w` (at most `INF`), from
+/// `carry`, the value of the cell before them in the scan's direction, in every lane: each cell
+/// becomes the best of itself and of the cells before it plus the prices between. Rightwards
+/// the cell before is left of lane 0; leftwards (`LEFTWARDS`) it is right of lane 7.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn prefix_scan<const LEFTWARDS: bool>(mut v: __m256i, mut w: __m256i, carry: __m256i) -> __m256i {
+    let inf = _mm256_set1_epi32(INF as i32);
+    let zero = _mm256_setzero_si256();
+    // Lane shifts by 1, 2 and 4 towards the scan's direction; the lanes shifted in are blended
+    // with INF (values) and 0 (prices).
+    macro_rules! step {
+        ($right:expr, $left:expr, $mask_right:literal, $mask_left:literal) => {
+            let (vs, ws) = if LEFTWARDS {
+                let idx = $left;
+                (
+                    _mm256_blend_epi32::<$mask_left>(_mm256_permutevar8x32_epi32(v, idx), inf),
+                    _mm256_blend_epi32::<$mask_left>(_mm256_permutevar8x32_epi32(w, idx), zero),
+                )
+            } else {
+                let idx = $right;
+                (
+                    _mm256_blend_epi32::<$mask_right>(_mm256_permutevar8x32_epi32(v, idx), inf),
+                    _mm256_blend_epi32::<$mask_right>(_mm256_permutevar8x32_epi32(w, idx), zero),
+                )
+            };
+            v = _mm256_min_epu32(v, _mm256_add_epi32(vs, w));
+            w = _mm256_min_epu32(_mm256_add_epi32(w, ws), inf);
+        };
+    }
+    step!(
+        _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6),
+        _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7),
+        0b0000_0001,
+        0b1000_0000
+    );
+    step!(
+        _mm256_setr_epi32(0, 0, 0, 1, 2, 3, 4, 5),
+        _mm256_setr_epi32(2, 3, 4, 5, 6, 7, 7, 7),
+        0b0000_0011,
+        0b1100_0000
+    );
+    step!(
+        _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 2, 3),
+        _mm256_setr_epi32(4, 5, 6, 7, 7, 7, 7, 7),
+        0b0000_1111,
+        0b1111_0000
+    );
+    _mm256_min_epu32(v, _mm256_add_epi32(carry, w))
+}
+
+#[cfg(test)]
+impl Avx2 {
+    /// The prefix scans rightwards and leftwards over eight cells, from and to arrays.
+    pub(crate) fn prefix_scans(
+        self,
+        cells: [u32; 8],
+        prices: [u32; 8],
+        carry: u32,
+    ) -> [[u32; 8]; 2] {
+        #[target_feature(enable = "avx2")]
+        fn scans(cells: [u32; 8], prices: [u32; 8], carry: u32) -> [[u32; 8]; 2] {
+            let mut out = [[0u32; 8]; 2];
+            // SAFETY: the loads and stores move 8 u32 from and to arrays of 8.
+            unsafe {
+                let v = _mm256_loadu_si256(cells.as_ptr().cast());
+                let w = _mm256_loadu_si256(prices.as_ptr().cast());
+                let c = _mm256_set1_epi32(carry as i32);
+                _mm256_storeu_si256(out[0].as_mut_ptr().cast(), prefix_scan::<false>(v, w, c));
+                _mm256_storeu_si256(out[1].as_mut_ptr().cast(), prefix_scan::<true>(v, w, c));
+            }
+            out
+        }
+        // SAFETY: an `Avx2` exists only where the CPU has AVX2.
+        unsafe { scans(cells, prices, carry) }
+    }
+}
+
+#[cfg(test)]
+impl Avx512 {
+    /// The prefix scans rightwards and leftwards over sixteen cells, from and to arrays.
+    pub(crate) fn prefix_scans(
+        self,
+        cells: [u32; 16],
+        prices: [u32; 16],
+        carry: u32,
+    ) -> [[u32; 16]; 2] {
+        #[target_feature(enable = "avx512f")]
+        fn scans(cells: [u32; 16], prices: [u32; 16], carry: u32) -> [[u32; 16]; 2] {
+            let mut out = [[0u32; 16]; 2];
+            // SAFETY: the loads and stores move 16 u32 from and to arrays of 16.
+            unsafe {
+                let v = _mm512_loadu_si512(cells.as_ptr().cast());
+                let w = _mm512_loadu_si512(prices.as_ptr().cast());
+                let c = _mm512_set1_epi32(carry as i32);
+                _mm512_storeu_si512(
+                    out[0].as_mut_ptr().cast(),
+                    wide_prefix_scan::<false>(v, w, c),
+                );
+                _mm512_storeu_si512(
+                    out[1].as_mut_ptr().cast(),
+                    wide_prefix_scan::<true>(v, w, c),
+                );
+            }
+            out
+        }
+        // SAFETY: an `Avx512` exists only where the CPU has AVX-512 F.
+        unsafe { scans(cells, prices, carry) }
+    }
+}
