@@ -1,12 +1,13 @@
-//! `horde` / `horde demo`: the seed's comparison on the built-in map. One field for 200 units
-//! against 200 A* queries, then the 200 units follow the arrows to the goal.
+//! `horde` / `horde demo`: one field against per-unit A* on the built-in map: one field for 200
+//! units against 200 A* queries, then the 200 units follow the arrows to the goal.
 
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use horde::{CostModel, FlowField, IntegrationBuilder};
+use glam::UVec2;
+use horde::{CostField, CostModel, FlowField, IntegrationBuilder, IntegrationField};
 
-use crate::bench::{central_goal, measure, reachable_starts};
+use crate::measure::{Report, central_goal, measure, reachable_starts};
 use crate::render::{
     ARROW_RGB, Canvas, GOAL_RGB, GROUND_RGB, GifWriter, Layer, Palette, UNIT_RGB, WALL_RGB,
     field_picture, indexed_disc, terrain_rgb,
@@ -110,6 +111,47 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     );
     let n = a.units.max(1);
     let r = measure(&cost, "builtin", goal, model, &[n], Some(31), false)?;
+    print_comparison(&r, n, cells)?;
+
+    // The units: each reads only the arrow under its feet.
+    let mut builder = IntegrationBuilder::new();
+    let field = builder.build(&cost, &[goal], model)?;
+    let mut flow = FlowField::new(*cost.grid());
+    builder.flow_into(&mut flow)?;
+    let starts = reachable_starts(&field, n, 11);
+    let walk = walk(&cost, &flow, model, &starts)?;
+    let exact = starts
+        .iter()
+        .zip(&walk.spent)
+        .all(|(s, &c)| field.get(*s) == Some(c as u32));
+    let mean_steps = walk.arrived_at.iter().sum::<usize>() as f64 / n as f64;
+    outln!(
+        "units                 {n} of {n} arrived following arrows alone: {mean_steps:.1} steps on average, the last after {}",
+        walk.ticks
+    );
+    outln!(
+        "                      every unit's path cost equals its integration value: {}",
+        if exact { "yes" } else { "NO" }
+    );
+    if !exact {
+        bail!("a unit's path cost differs from its integration value");
+    }
+    if !a.no_pictures {
+        write_pictures(
+            &a.out_dir,
+            &cost,
+            &field,
+            &flow,
+            goal,
+            &starts,
+            &walk.history,
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One field against `n` A* queries, and what the layers cost in memory.
+fn print_comparison(r: &Report, n: usize, cells: usize) -> Result<()> {
     let astar_total = r.table[0].1;
     outln!();
     outln!("                      cells settled        time");
@@ -138,83 +180,89 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         bytes(cells * 4),
         bytes(cells)
     );
+    Ok(())
+}
 
-    // The units: each reads only the arrow under its feet.
-    let mut builder = IntegrationBuilder::new();
-    let field = builder.build(&cost, &[goal], model)?;
-    let mut flow = FlowField::new(*cost.grid());
-    builder.flow_into(&mut flow)?;
-    let mut units = reachable_starts(&field, n, 11);
-    let mut spent = vec![0u64; n];
-    let mut ticks = 0;
-    let mut arrived_at = vec![0usize; n];
-    let mut history = vec![units.clone()];
+/// The units' walk along the arrows, cell by cell.
+struct Walk {
+    /// Every unit's cell after each tick, the starts first.
+    history: Vec<Vec<UVec2>>,
+    /// What each unit's path cost.
+    spent: Vec<u64>,
+    /// The tick each unit arrived at.
+    arrived_at: Vec<usize>,
+    /// Ticks until the last arrived.
+    ticks: usize,
+}
+
+/// Walk every unit from its start along the arrows until all stand on the goal; an error if
+/// that takes more ticks than the map has cells (the field would have a loop).
+fn walk(cost: &CostField, flow: &FlowField, model: CostModel, starts: &[UVec2]) -> Result<Walk> {
+    let cells = cost.grid().len();
+    let mut units = starts.to_vec();
+    let mut walk = Walk {
+        history: vec![units.clone()],
+        spent: vec![0; units.len()],
+        arrived_at: vec![0; units.len()],
+        ticks: 0,
+    };
     while units.iter().any(|&u| !flow.is_goal(u)) {
-        ticks += 1;
-        if ticks > cells {
+        walk.ticks += 1;
+        if walk.ticks > cells {
             bail!("units did not arrive within {cells} steps: the flow field has a loop");
         }
         for (k, u) in units.iter_mut().enumerate() {
             if let Some(dir) = flow.dir(*u) {
-                spent[k] += model.step(dir, cost.get(*u).expect("on the map")) as u64;
+                walk.spent[k] += model.step(dir, cost.get(*u).expect("on the map")) as u64;
                 *u = cost
                     .grid()
                     .neighbour(*u, dir)
                     .expect("arrows stay on the map");
                 if flow.is_goal(*u) {
-                    arrived_at[k] = ticks;
+                    walk.arrived_at[k] = walk.ticks;
                 }
             }
         }
-        history.push(units.clone());
+        walk.history.push(units.clone());
     }
-    let starts = reachable_starts(&field, n, 11);
-    let exact = starts
-        .iter()
-        .zip(&spent)
-        .all(|(s, &c)| field.get(*s) == Some(c as u32));
-    let mean_steps = arrived_at.iter().sum::<usize>() as f64 / n as f64;
-    outln!(
-        "units                 {n} of {n} arrived following arrows alone: {mean_steps:.1} steps on average, the last after {ticks}"
+    Ok(walk)
+}
+
+/// demo.png (every layer, the units at their starts) and demo.gif (the walk) in `out_dir`.
+fn write_pictures(
+    out_dir: &str,
+    cost: &CostField,
+    field: &IntegrationField,
+    flow: &FlowField,
+    goal: UVec2,
+    starts: &[UVec2],
+    history: &[Vec<UVec2>],
+) -> Result<()> {
+    std::fs::create_dir_all(out_dir).with_context(|| format!("cannot create {out_dir}"))?;
+    let png = format!("{out_dir}/demo.png");
+    let layers = [
+        Layer::Terrain,
+        Layer::Integration,
+        Layer::Flow,
+        Layer::Goals,
+    ];
+    let (mut picture, mut legend) = field_picture(cost, field, flow, &[goal], &layers, 6)?;
+    for s in starts {
+        picture.disc(s.as_vec2() + 0.5, 0.35, UNIT_RGB[0], true);
+    }
+    legend.insert(
+        legend.len() - 1,
+        (
+            UNIT_RGB[0],
+            format!("{} units at their starts", starts.len()),
+        ),
     );
-    outln!(
-        "                      every unit's path cost equals its integration value: {}",
-        if exact { "yes" } else { "NO" }
-    );
-    if !exact {
-        bail!("a unit's path cost differs from its integration value");
-    }
-    if !a.no_pictures {
-        std::fs::create_dir_all(&a.out_dir)
-            .with_context(|| format!("cannot create {}", a.out_dir))?;
-        let png = format!("{}/demo.png", a.out_dir);
-        let (mut picture, mut legend) = field_picture(
-            &cost,
-            &field,
-            &flow,
-            &[goal],
-            &[
-                Layer::Terrain,
-                Layer::Integration,
-                Layer::Flow,
-                Layer::Goals,
-            ],
-            6,
-        )?;
-        for s in &starts {
-            picture.disc(s.as_vec2() + 0.5, 0.35, UNIT_RGB[0], true);
-        }
-        legend.insert(
-            legend.len() - 1,
-            (UNIT_RGB[0], format!("{n} units at their starts")),
-        );
-        picture.legend(&legend);
-        picture.save_png(&png)?;
-        let gif = format!("{}/demo.gif", a.out_dir);
-        let frames = write_gif(&cost, &flow, goal, &history, &gif)?;
-        outln!();
-        outln!("pictures              {png} (all layers, units at their starts)");
-        outln!("                      {gif} ({frames} frames: the units following the arrows)");
-    }
-    Ok(ExitCode::SUCCESS)
+    picture.legend(&legend);
+    picture.save_png(&png)?;
+    let gif = format!("{out_dir}/demo.gif");
+    let frames = write_gif(cost, flow, goal, history, &gif)?;
+    outln!();
+    outln!("pictures              {png} (all layers, units at their starts)");
+    outln!("                      {gif} ({frames} frames: the units following the arrows)");
+    Ok(())
 }

@@ -1,4 +1,4 @@
-//! `horde dungeon`: seed 004's generator from the command line, with exports.
+//! `horde dungeon`: the dungeon generator (`horde::dungeon`) from the command line, with exports.
 
 use std::process::ExitCode;
 use std::time::Instant;

@@ -1,11 +1,11 @@
 //! `horde field`: build the fields for one or more goals and dump them as text.
 
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use glam::UVec2;
-use horde::{CostEdit, CostModel, FieldRepairer, IntegrationBuilder, LiveField};
+use horde::{CostEdit, CostField, CostModel, FieldRepairer, IntegrationBuilder, LiveField};
 
 use crate::render::{Canvas, Layer, field_picture};
 use crate::util::{check_walkable, load_map, parse_cell, write_file};
@@ -89,85 +89,30 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             crate::util::check_output(path, flag)?;
         }
     }
-    let (cost, name) = load_map(&a.map)?;
+    let (mut cost, name) = load_map(&a.map)?;
     for &g in &a.goals {
         check_walkable(&cost, g, "goal")?;
     }
-    let mut cost = cost;
     let mut repairer = FieldRepairer::new();
     let started = Instant::now();
     let mut live = LiveField::build(&cost, &a.goals, a.model, &mut repairer)?;
     let t_build = started.elapsed();
-    let mut edit_lines = Vec::new();
-    for (k, edit) in a.edits.iter().enumerate() {
-        let CostEdit::Rect { min, max, cost: c } = *edit else {
-            unreachable!("the parser makes rectangles")
-        };
-        let changed = cost
-            .apply_edits(&[*edit])
-            .map_err(|e| anyhow::anyhow!("--edit #{} ({}): {e}", k + 1, describe(edit)))?;
-        let started = Instant::now();
-        let stats = live.repair(&cost, &changed, &mut repairer)?;
-        edit_lines.push(format!(
-            "edit       ({}, {})..=({}, {}) cost {c}: {} cells changed, {} relabelled, {} arrows, {:.3} ms{}",
-            min.x,
-            min.y,
-            max.x,
-            max.y,
-            changed.len(),
-            stats.relabelled,
-            stats.arrows,
-            started.elapsed().as_secs_f64() * 1e3,
-            if stats.rebuilt { " (rebuilt)" } else { "" }
-        ));
-    }
+    let mut lines = apply_edits(a, &mut cost, &mut live, &mut repairer)?;
     let mut goals = a.goals.clone();
     if !a.move_goals.is_empty() {
-        for &g in &a.move_goals {
-            check_walkable(&cost, g, "--move-goal")?;
-        }
-        let started = Instant::now();
-        let stats = live.move_goals(&cost, &a.move_goals, &mut repairer)?;
-        edit_lines.push(format!(
-            "move goal  to {}: {} relabelled, {:.3} ms{}",
-            a.move_goals
-                .iter()
-                .map(|g| format!("({}, {})", g.x, g.y))
-                .collect::<Vec<_>>()
-                .join(" "),
-            stats.relabelled,
-            started.elapsed().as_secs_f64() * 1e3,
-            if stats.rebuilt { " (rebuilt)" } else { "" }
-        ));
+        lines.push(move_goals(a, &cost, &mut live, &mut repairer)?);
         goals = a.move_goals.clone();
     }
     for g in &goals {
         if !cost.is_walkable(*g) {
-            edit_lines.push(format!(
+            lines.push(format!(
                 "warning    goal ({}, {}) is now a wall: it leads nowhere until opened again",
                 g.x, g.y
             ));
         }
     }
-    // One-shot timings of the two layers, for the report.
-    let mut builder = IntegrationBuilder::new();
-    let active: Vec<UVec2> = goals
-        .iter()
-        .copied()
-        .filter(|&g| cost.is_walkable(g))
-        .collect();
-    let (mut t_int, mut t_flow) = (t_build, std::time::Duration::ZERO);
-    if !active.is_empty() {
-        let started = Instant::now();
-        builder.build(&cost, &active, a.model)?;
-        t_int = started.elapsed();
-        let mut flow = horde::FlowField::new(*cost.grid());
-        let started = Instant::now();
-        builder.flow_into(&mut flow)?;
-        t_flow = started.elapsed();
-    }
+    let (t_int, t_flow) = one_shot_times(&cost, &goals, a.model)?;
     let integration = live.integration();
-    let flow = live.flow();
     let reachable = integration
         .values()
         .iter()
@@ -189,14 +134,104 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     outln!("max cost   {max}");
     outln!(
         "build      integration {:.3} ms, flow {:.3} ms",
-        t_int.as_secs_f64() * 1e3,
+        t_int.unwrap_or(t_build).as_secs_f64() * 1e3,
         t_flow.as_secs_f64() * 1e3
     );
-    for line in &edit_lines {
+    for line in &lines {
         outln!("{line}");
     }
+    write_outputs(a, &cost, &live, &goals)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Apply each `--edit` to the map and repair the fields after it: a report line per edit.
+fn apply_edits(
+    a: &Args,
+    cost: &mut CostField,
+    live: &mut LiveField,
+    repairer: &mut FieldRepairer,
+) -> Result<Vec<String>> {
+    let mut lines = Vec::new();
+    for (k, edit) in a.edits.iter().enumerate() {
+        let CostEdit::Rect { min, max, cost: c } = *edit else {
+            unreachable!("the parser makes rectangles")
+        };
+        let changed = cost
+            .apply_edits(&[*edit])
+            .map_err(|e| anyhow::anyhow!("--edit #{} ({}): {e}", k + 1, describe(edit)))?;
+        let started = Instant::now();
+        let stats = live.repair(cost, &changed, repairer)?;
+        lines.push(format!(
+            "edit       ({}, {})..=({}, {}) cost {c}: {} cells changed, {} relabelled, {} arrows, {:.3} ms{}",
+            min.x,
+            min.y,
+            max.x,
+            max.y,
+            changed.len(),
+            stats.relabelled,
+            stats.arrows,
+            started.elapsed().as_secs_f64() * 1e3,
+            if stats.rebuilt { " (rebuilt)" } else { "" }
+        ));
+    }
+    Ok(lines)
+}
+
+/// Move the goals to `--move-goal`'s cells and repair the fields: the report line.
+fn move_goals(
+    a: &Args,
+    cost: &CostField,
+    live: &mut LiveField,
+    repairer: &mut FieldRepairer,
+) -> Result<String> {
+    for &g in &a.move_goals {
+        check_walkable(cost, g, "--move-goal")?;
+    }
+    let started = Instant::now();
+    let stats = live.move_goals(cost, &a.move_goals, repairer)?;
+    Ok(format!(
+        "move goal  to {}: {} relabelled, {:.3} ms{}",
+        a.move_goals
+            .iter()
+            .map(|g| format!("({}, {})", g.x, g.y))
+            .collect::<Vec<_>>()
+            .join(" "),
+        stats.relabelled,
+        started.elapsed().as_secs_f64() * 1e3,
+        if stats.rebuilt { " (rebuilt)" } else { "" }
+    ))
+}
+
+/// One-shot timings of the two layers for the walkable goals, for the report: the integration
+/// (`None` when no goal is walkable) and the flow.
+fn one_shot_times(
+    cost: &CostField,
+    goals: &[UVec2],
+    model: CostModel,
+) -> Result<(Option<Duration>, Duration)> {
+    let active: Vec<UVec2> = goals
+        .iter()
+        .copied()
+        .filter(|&g| cost.is_walkable(g))
+        .collect();
+    if active.is_empty() {
+        return Ok((None, Duration::ZERO));
+    }
+    let mut builder = IntegrationBuilder::new();
+    let started = Instant::now();
+    builder.build(cost, &active, model)?;
+    let t_int = started.elapsed();
+    let mut flow = horde::FlowField::new(*cost.grid());
+    let started = Instant::now();
+    builder.flow_into(&mut flow)?;
+    Ok((Some(t_int), started.elapsed()))
+}
+
+/// The dumps and the picture the flags ask for.
+fn write_outputs(a: &Args, cost: &CostField, live: &LiveField, goals: &[UVec2]) -> Result<()> {
+    let (integration, flow) = (live.integration(), live.flow());
     if let Some(path) = &a.dump_integration {
-        write_file(path, &horde::io::integration_text(&cost, integration))?;
+        write_file(path, &horde::io::integration_text(cost, integration))?;
         outln!("wrote      {path}");
     }
     if let Some(path) = &a.dump_flow {
@@ -210,7 +245,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         );
         let started = Instant::now();
         let (mut picture, legend) =
-            field_picture(&cost, integration, flow, &goals, &a.layers, scale)?;
+            field_picture(cost, integration, flow, goals, &a.layers, scale)?;
         picture.legend(&legend);
         picture.save_png(path)?;
         outln!(
@@ -220,7 +255,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             started.elapsed().as_secs_f64() * 1e3
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn describe(edit: &CostEdit) -> String {

@@ -84,7 +84,7 @@ mod tests {
 
     #[test]
     fn peers_reach_what_the_wave_reaches() {
-        let (cost, goal, reachable) = crate::bench::scene();
+        let (cost, goal, reachable) = crate::measure::scene();
         assert_eq!(
             pathfinding_dijkstra_all(&cost, goal, CostModel::TenFourteen) + 1,
             reachable

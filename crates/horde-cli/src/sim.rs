@@ -143,6 +143,47 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         ..CrowdConfig::default()
     };
     let mut crowd = Crowd::new(*cost.grid(), config)?;
+    let cells = spawn_cells(&cost, a, &name)?;
+    let mut handles = Vec::with_capacity(a.agents);
+    let mut reachable = 0;
+    let mut rng = Pcg64::seed_from_u64(a.seed);
+    for cell in pick_cells(&cells, a.agents, &mut rng) {
+        let cell = cost.grid().cell(cell);
+        let jitter = Vec2::new(rng.random_range(-0.15..0.15), rng.random_range(-0.15..0.15));
+        let size = cost.grid().cell_size();
+        let params = AgentParams {
+            position: cost.grid().cell_center(cell) + jitter * size,
+            radius: a.radius * size,
+            max_speed: a.speed * size,
+            group: 0,
+        };
+        handles.push(crowd.add_agent(&cost, params)?);
+        reachable += integration.get(cell).is_some() as usize;
+    }
+    let groups = [Group {
+        flow: &flow,
+        goal: cost.grid().cell_center(a.goal),
+    }];
+    let mut gif = match &a.gif {
+        Some(path) => Some(SimGif::create(path, a, &cost, &flow)?),
+        None => None,
+    };
+    let run = run_steps(a, &cost, &groups, &mut crowd, &handles, reachable, &mut gif)?;
+    let frames = gif.as_ref().map_or(0, |g| g.writer.frames());
+    if let Some(gif) = gif {
+        gif.writer.finish()?;
+    }
+    report(a, &name, &cost, &crowd, &handles, reachable, &run, frames)?;
+    // 130: the shell's code for a run stopped by Ctrl-C.
+    Ok(if interrupted() {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The walkable cells (indices) of the spawn area.
+fn spawn_cells(cost: &CostField, a: &Args, name: &str) -> Result<Vec<usize>> {
     let area = match &a.spawn {
         None => (0, 0, u32::MAX, u32::MAX),
         Some(text) => {
@@ -177,110 +218,125 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             MAX_AGENTS_PER_CELL * walkable.len()
         );
     }
-    let mut rng = Pcg64::seed_from_u64(a.seed);
-    let mut handles = Vec::with_capacity(a.agents);
-    let mut can_arrive = Vec::with_capacity(a.agents);
-    // Distinct cells while there are enough, so that agents do not start on top of each other.
-    let mut cells = walkable.clone();
-    let mut picked = Vec::with_capacity(a.agents);
-    for k in 0..a.agents {
+    Ok(walkable)
+}
+
+/// `n` of the cells, in a seeded shuffle: distinct cells while there are enough, so that agents
+/// do not start on top of each other.
+fn pick_cells(walkable: &[usize], n: usize, rng: &mut Pcg64) -> Vec<usize> {
+    let mut cells = walkable.to_vec();
+    let mut picked = Vec::with_capacity(n);
+    for k in 0..n {
         if k % cells.len() == 0 {
-            cells.shuffle(&mut rng);
+            cells.shuffle(rng);
         }
         picked.push(cells[k % cells.len()]);
     }
-    for &index in &picked {
-        let cell = cost.grid().cell(index);
-        let jitter = Vec2::new(rng.random_range(-0.15..0.15), rng.random_range(-0.15..0.15));
-        let h = crowd.add_agent(
-            &cost,
-            AgentParams {
-                position: cost.grid().cell_center(cell) + jitter * cost.grid().cell_size(),
-                radius: a.radius * cost.grid().cell_size(),
-                max_speed: a.speed * cost.grid().cell_size(),
-                group: 0,
-            },
-        )?;
-        handles.push(h);
-        can_arrive.push(integration.get(cell).is_some());
+    picked
+}
+
+/// The GIF of a run: the writer, the background (map, arrows and goal) in palette indices, its
+/// width in pixels and the pixels per cell.
+struct SimGif {
+    writer: GifWriter,
+    base: Vec<u8>,
+    width: u32,
+    scale: u32,
+}
+
+impl SimGif {
+    fn create(path: &str, a: &Args, cost: &CostField, flow: &FlowField) -> Result<SimGif> {
+        let scale = a.scale.map_or_else(
+            || Canvas::auto_scale(cost.width(), cost.height(), 512),
+            |s| s as u32,
+        );
+        let mut background = Canvas::new(cost.width(), cost.height(), scale)?;
+        background.terrain(cost);
+        background.flow(flow, background.arrow_block(10));
+        background.goals(&[a.goal]);
+        let mut specials = vec![WALL_RGB, GROUND_RGB, ARROW_RGB, GOAL_RGB];
+        specials.extend(UNIT_RGB);
+        specials.extend([3u8, 6].map(terrain_rgb));
+        let palette = Palette::new(&specials);
+        let base = palette.quantize(&background.rgba());
+        let (width, height) = (background.width(), background.height());
+        let writer = GifWriter::create(path, width, height, a.fps as u32, palette)?;
+        Ok(SimGif {
+            writer,
+            base,
+            width,
+            scale,
+        })
     }
-    let reachable = can_arrive.iter().filter(|&&r| r).count();
-    let groups = [Group {
-        flow: &flow,
-        goal: cost.grid().cell_center(a.goal),
-    }];
 
-    let mut gif = match &a.gif {
-        Some(path) => {
-            let scale = a.scale.map_or_else(
-                || Canvas::auto_scale(cost.width(), cost.height(), 512),
-                |s| s as u32,
-            );
-            let mut background = Canvas::new(cost.width(), cost.height(), scale)?;
-            background.terrain(&cost);
-            background.flow(&flow, background.arrow_block(10));
-            background.goals(&[a.goal]);
-            let mut specials = vec![WALL_RGB, GROUND_RGB, ARROW_RGB, GOAL_RGB];
-            specials.extend(UNIT_RGB);
-            specials.extend([3u8, 6].map(terrain_rgb));
-            let palette = Palette::new(&specials);
-            let base = palette.quantize(&background.rgba());
-            let w = background.width();
-            let writer = GifWriter::create(
-                path,
-                background.width(),
-                background.height(),
-                a.fps as u32,
-                palette,
-            )?;
-            Some((writer, base, w, scale))
+    /// One frame: every agent as a disc coloured by its state.
+    fn draw(&mut self, crowd: &Crowd) -> Result<()> {
+        let mut pixels = self.base.clone();
+        let colours = UNIT_RGB.map(|c| self.writer.palette().index(c));
+        let s = self.scale as f32 / crowd.grid().cell_size();
+        for h in crowd.handles() {
+            let p = crowd.position(h)? - crowd.grid().origin();
+            let state = crowd.state(h)?;
+            let colour = if crowd.is_stuck(h)? {
+                colours[3]
+            } else {
+                colours[state as usize]
+            };
+            let r = crowd.radius(h)? * s;
+            indexed_disc(&mut pixels, self.width, p * s, r.max(1.0), colour);
         }
-        None => None,
-    };
-    let draw = |gif: &mut Option<(GifWriter, Vec<u8>, u32, u32)>, crowd: &Crowd| -> Result<()> {
-        if let Some((writer, base, w, scale)) = gif {
-            let mut pixels = base.clone();
-            let colours = UNIT_RGB.map(|c| writer.palette().index(c));
-            let s = *scale as f32 / crowd.grid().cell_size();
-            for h in crowd.handles() {
-                let p = crowd.position(h)? - crowd.grid().origin();
-                let state = crowd.state(h)?;
-                let colour = if crowd.is_stuck(h)? {
-                    colours[3]
-                } else {
-                    colours[state as usize]
-                };
-                let r = crowd.radius(h)? * s;
-                indexed_disc(&mut pixels, *w, p * s, r.max(1.0), colour);
-            }
-            writer.frame(&pixels)?;
-        }
-        Ok(())
-    };
+        self.writer.frame(&pixels)
+    }
+}
 
+/// What the steps of a run measured.
+struct RunFigures {
+    steps: usize,
+    /// Seconds after the start at which each agent (by id) arrived, NaN for none.
+    arrive_time: Vec<f32>,
+    step_seconds: f64,
+    max_overlap: f32,
+    inside_wall_events: usize,
+}
+
+/// Step until every agent that can arrive has, `--steps` ran out or Ctrl-C, measuring.
+fn run_steps(
+    a: &Args,
+    cost: &CostField,
+    groups: &[Group],
+    crowd: &mut Crowd,
+    handles: &[horde::crowd::AgentHandle],
+    reachable: usize,
+    gif: &mut Option<SimGif>,
+) -> Result<RunFigures> {
     let pb = progress(a.steps as u64, "simulating");
     let started = Instant::now();
-    let mut arrive_time = vec![f32::NAN; handles.len()];
-    let mut step_seconds = 0.0f64;
-    let (mut max_overlap, mut inside_wall_events) = (0f32, 0usize);
+    let mut run = RunFigures {
+        steps: 0,
+        arrive_time: vec![f32::NAN; handles.len()],
+        step_seconds: 0.0,
+        max_overlap: 0.0,
+        inside_wall_events: 0,
+    };
     // Where each agent stood after the step before (by id), for the corner rule.
     let mut last_position: Vec<Vec2> = handles
         .iter()
         .map(|&h| crowd.position(h))
         .collect::<Result<_, _>>()?;
-    let mut steps = 0;
-    draw(&mut gif, &crowd)?;
-    while steps < a.steps {
+    if let Some(gif) = gif.as_mut() {
+        gif.draw(crowd)?;
+    }
+    while run.steps < a.steps {
         if interrupted() {
             // Ctrl-C: stop here, close the GIF (a valid file, with its trailer) and report
             // the steps run so far.
-            eprintln!("interrupted after {steps} steps");
+            eprintln!("interrupted after {} steps", run.steps);
             break;
         }
         let t = Instant::now();
-        let stats = crowd.step(a.dt, &cost, &groups)?;
-        step_seconds += t.elapsed().as_secs_f64();
-        steps += 1;
+        let stats = crowd.step(a.dt, cost, groups)?;
+        run.step_seconds += t.elapsed().as_secs_f64();
+        run.steps += 1;
         // In the crowd's own (slot) order, reading its arrays front to back: looking every
         // agent up by handle would scatter reads over them and slow the next step down.
         let (positions, states, radii) = (crowd.positions(), crowd.states(), crowd.radii());
@@ -288,20 +344,22 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             let p = positions[slot];
             // No agent is ever removed here, so ids are the spawn order.
             let k = h.id() as usize;
-            if breaks_wall_rules(&cost, last_position[k], p, radii[slot]) {
-                inside_wall_events += 1;
+            if breaks_wall_rules(cost, last_position[k], p, radii[slot]) {
+                run.inside_wall_events += 1;
             }
             last_position[k] = p;
-            if arrive_time[k].is_nan() && states[slot] == AgentState::Arrived {
-                arrive_time[k] = steps as f32 * a.dt;
+            if run.arrive_time[k].is_nan() && states[slot] == AgentState::Arrived {
+                run.arrive_time[k] = run.steps as f32 * a.dt;
             }
         }
-        max_overlap = max_overlap.max(crowd.max_overlap());
-        if steps % a.every == 0 {
-            draw(&mut gif, &crowd)?;
+        run.max_overlap = run.max_overlap.max(crowd.max_overlap());
+        if run.steps.is_multiple_of(a.every)
+            && let Some(gif) = gif.as_mut()
+        {
+            gif.draw(crowd)?;
         }
-        if steps % 16 == 0 {
-            pb.set_position(steps as u64);
+        if run.steps.is_multiple_of(16) {
+            pb.set_position(run.steps as u64);
             reveal_after_a_second(&pb, started);
         }
         if stats.arrived >= reachable {
@@ -309,25 +367,38 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         }
     }
     pb.finish_and_clear();
-    let frames = gif.as_ref().map_or(0, |g| g.0.frames());
-    if let Some((writer, ..)) = gif {
-        writer.finish()?;
-    }
-    let mut times: Vec<f32> = arrive_time
+    Ok(run)
+}
+
+/// The run's figures, as one JSON object (`--json`) or a table.
+#[allow(clippy::too_many_arguments)]
+fn report(
+    a: &Args,
+    name: &str,
+    cost: &CostField,
+    crowd: &Crowd,
+    handles: &[horde::crowd::AgentHandle],
+    reachable: usize,
+    run: &RunFigures,
+    frames: usize,
+) -> Result<()> {
+    let mut times: Vec<f32> = run
+        .arrive_time
         .iter()
         .copied()
         .filter(|t| !t.is_nan())
         .collect();
     times.sort_by(f32::total_cmp);
-    let arrived = times.len();
-    let arrived_fraction = arrived as f64 / handles.len().max(1) as f64;
-    let ms_per_step = step_seconds * 1e3 / steps.max(1) as f64;
+    let steps = run.steps;
+    let arrived_fraction = times.len() as f64 / handles.len().max(1) as f64;
+    let ms_per_step = run.step_seconds * 1e3 / steps.max(1) as f64;
     let hash = state_hash(
         handles
             .iter()
             .map(|h| crowd.position(*h).unwrap_or(Vec2::NAN)),
     );
     let stuck = crowd.stuck_agents().count();
+    let (max_overlap, inside_wall_events) = (run.max_overlap, run.inside_wall_events);
     if a.json {
         let v = serde_json::json!({
             "map": name,
@@ -346,40 +417,35 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             "gif_frames": frames,
         });
         outln!("{v}");
-    } else {
-        outln!(
-            "map                {name} ({}x{}), goal ({}, {})",
-            cost.width(),
-            cost.height(),
-            a.goal.x,
-            a.goal.y
-        );
-        outln!(
-            "agents             {} ({reachable} can reach the goal)",
-            handles.len()
-        );
-        outln!("steps              {steps} of {:.3} s", a.dt);
-        outln!("arrived            {:.1} %", arrived_fraction * 100.0);
-        outln!(
-            "time to arrive     median {:.2} s, 95th percentile {:.2} s",
-            percentile(&times, 0.5),
-            percentile(&times, 0.95)
-        );
-        outln!("worst overlap      {:.3} of the two radii", max_overlap);
-        outln!("inside a wall      {inside_wall_events}");
-        outln!("stuck now          {stuck}");
-        outln!("ms per step        {ms_per_step:.3}");
-        outln!("state hash         {hash:016x}");
-        if let Some(p) = &a.gif {
-            outln!("wrote              {p} ({frames} frames)");
-        }
+        return Ok(());
     }
-    // 130: the shell's code for a run stopped by Ctrl-C.
-    Ok(if interrupted() {
-        ExitCode::from(130)
-    } else {
-        ExitCode::SUCCESS
-    })
+    outln!(
+        "map                {name} ({}x{}), goal ({}, {})",
+        cost.width(),
+        cost.height(),
+        a.goal.x,
+        a.goal.y
+    );
+    outln!(
+        "agents             {} ({reachable} can reach the goal)",
+        handles.len()
+    );
+    outln!("steps              {steps} of {:.3} s", a.dt);
+    outln!("arrived            {:.1} %", arrived_fraction * 100.0);
+    outln!(
+        "time to arrive     median {:.2} s, 95th percentile {:.2} s",
+        percentile(&times, 0.5),
+        percentile(&times, 0.95)
+    );
+    outln!("worst overlap      {:.3} of the two radii", max_overlap);
+    outln!("inside a wall      {inside_wall_events}");
+    outln!("stuck now          {stuck}");
+    outln!("ms per step        {ms_per_step:.3}");
+    outln!("state hash         {hash:016x}");
+    if let Some(p) = &a.gif {
+        outln!("wrote              {p} ({frames} frames)");
+    }
+    Ok(())
 }
 
 /// Whether a body of radius `r` that moved from `from` to `to` in one step broke the crowd's wall
