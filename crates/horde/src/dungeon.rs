@@ -298,6 +298,39 @@ impl Dungeon {
 /// assert_eq!(d, generate(&DungeonConfig::default(), 7).unwrap());
 /// ```
 pub fn generate(config: &DungeonConfig, seed: u64) -> Result<Dungeon, DungeonError> {
+    let grid = check_config(config)?;
+    let mut rng = Pcg64::seed_from_u64(seed);
+    let rooms = place_rooms(config, &mut rng)?;
+    // 2. The room graph: Delaunay triangulation, its minimum spanning tree, some extra edges.
+    let (tree, extra) = room_graph(&rooms);
+    let mut extra = extra;
+    extra.shuffle(&mut rng);
+    let keep = (extra.len() as f32 * config.loops).round() as usize;
+    extra.truncate(keep);
+
+    let (mut tiles, mut dig, prices) = dig_costs(config, grid, &rooms);
+    let corridors = dig_corridors(
+        config,
+        &rooms,
+        (&tree, &extra),
+        &mut tiles,
+        &mut dig,
+        prices,
+    );
+    mark_doors(&corridors, &mut tiles, config.width);
+    Ok(Dungeon {
+        width: config.width,
+        height: config.height,
+        tiles,
+        rooms,
+        rooms_requested: config.rooms,
+        corridors,
+    })
+}
+
+/// The map's grid, or why the config cannot make a dungeon: checked before anything per room
+/// is reserved.
+fn check_config(config: &DungeonConfig) -> Result<Grid, DungeonError> {
     let (w, h) = (config.width, config.height);
     let grid = Grid::new(w, h).map_err(|e| DungeonError::Size {
         width: w,
@@ -346,9 +379,13 @@ pub fn generate(config: &DungeonConfig, seed: u64) -> Result<Dungeon, DungeonErr
             min: config.room_min,
         });
     }
-    let mut rng = Pcg64::seed_from_u64(seed);
+    Ok(grid)
+}
 
-    // 1. Rooms.
+/// Step 1: rooms at random spots, without overlap (a gap of `min_gap` between them), within
+/// `rooms × attempts_per_room` tries.
+fn place_rooms(config: &DungeonConfig, rng: &mut Pcg64) -> Result<Vec<Room>, DungeonError> {
+    let (w, h) = (config.width, config.height);
     let mut rooms: Vec<Room> = Vec::with_capacity(config.rooms);
     let max_side_x = config.room_max.min(w - 2);
     let max_side_y = config.room_max.min(h - 2);
@@ -380,17 +417,29 @@ pub fn generate(config: &DungeonConfig, seed: u64) -> Result<Dungeon, DungeonErr
             min: config.room_min,
         });
     }
+    Ok(rooms)
+}
 
-    // 2. The room graph: Delaunay triangulation, its minimum spanning tree, some extra edges.
-    let (tree, extra) = room_graph(&rooms);
-    let mut extra = extra;
-    extra.shuffle(&mut rng);
-    let keep = (extra.len() as f32 * config.loops).round() as usize;
-    extra.truncate(keep);
+/// Two rooms (indices) a corridor joins.
+type RoomPair = (usize, usize);
 
-    // 3. Tiles and the digging costs that steer A*: rock, corridor (cheaper), room (penalty),
-    // the outer border (never dug). Costs are in units of half a rock step, so a corridor can be
-    // cheaper than rock; the 10-14 model's straight step multiplies them by 10.
+/// Terrain values of dug rock, of a room's floor and of a corridor's floor.
+#[derive(Clone, Copy)]
+struct DigPrices {
+    rock: u8,
+    room: u8,
+    corridor: u8,
+}
+
+/// Step 3: tiles and the digging costs that steer A*: rock, corridor (cheaper), room (penalty), the
+/// outer border (never dug). Costs are in units of half a rock step, so a corridor can be
+/// cheaper than rock; the 10-14 model's straight step multiplies them by 10.
+fn dig_costs(
+    config: &DungeonConfig,
+    grid: Grid,
+    rooms: &[Room],
+) -> (Vec<Tile>, CostField, DigPrices) {
+    let (w, h) = (config.width, config.height);
     let unit = config.step_cost as f64 / 2.0;
     let terrain = |c: f64| (c / unit).round().clamp(1.0, 254.0) as u8;
     let rock_t = terrain(config.step_cost as f64);
@@ -405,7 +454,7 @@ pub fn generate(config: &DungeonConfig, seed: u64) -> Result<Dungeon, DungeonErr
             *t = WALL;
         }
     }
-    for room in &rooms {
+    for room in rooms {
         for y in room.min.y..room.min.y + room.size.y {
             for x in room.min.x..room.min.x + room.size.x {
                 let i = y as usize * wi + x as usize;
@@ -414,8 +463,32 @@ pub fn generate(config: &DungeonConfig, seed: u64) -> Result<Dungeon, DungeonErr
             }
         }
     }
-    let mut dig = CostField::from_costs(grid, dig).expect("no zero costs");
+    let dig = CostField::from_costs(grid, dig).expect("no zero costs");
+    let prices = DigPrices {
+        rock: rock_t,
+        room: room_t,
+        corridor: corridor_t,
+    };
+    (tiles, dig, prices)
+}
 
+/// Step 4: corridors, tree edges first (then the extra edges that make loops), each carved along
+/// an A* path through the digging costs.
+fn dig_corridors(
+    config: &DungeonConfig,
+    rooms: &[Room],
+    (tree, extra): (&[RoomPair], &[RoomPair]),
+    tiles: &mut [Tile],
+    dig: &mut CostField,
+    prices: DigPrices,
+) -> Vec<Corridor> {
+    let (w, h) = (config.width, config.height);
+    let wi = w as usize;
+    let DigPrices {
+        rock: rock_t,
+        room: room_t,
+        corridor: corridor_t,
+    } = prices;
     // 4. Corridors, tree edges first. A* runs from the target room back to the source: horde
     // prices a step by the cell left, so the reversed search charges exactly the tiles stepped
     // onto (a corridor pays for the tiles it digs).
@@ -434,11 +507,11 @@ pub fn generate(config: &DungeonConfig, seed: u64) -> Result<Dungeon, DungeonErr
                     .expect("rooms lie on the map");
             }
         };
-        set_rooms(&mut dig, rock_t);
+        set_rooms(dig, rock_t);
         let found = astar
-            .search(&dig, rb.center(), ra.center(), CostModel::TenFourteen)
+            .search(dig, rb.center(), ra.center(), CostModel::TenFourteen)
             .expect("room centres are on the map and not walls");
-        set_rooms(&mut dig, room_t);
+        set_rooms(dig, room_t);
         if found.is_none() {
             continue; // cannot happen: every tile inside the border can be dug
         }
@@ -452,15 +525,7 @@ pub fn generate(config: &DungeonConfig, seed: u64) -> Result<Dungeon, DungeonErr
             }
         }
         for &p in &line {
-            carve(
-                &mut tiles,
-                &mut dig,
-                w,
-                h,
-                p,
-                config.corridor_width,
-                corridor_t,
-            );
+            carve(tiles, dig, w, h, p, config.corridor_width, corridor_t);
         }
         corridors.push(Corridor {
             from: a,
@@ -470,9 +535,13 @@ pub fn generate(config: &DungeonConfig, seed: u64) -> Result<Dungeon, DungeonErr
             room_crossings: crossings,
         });
     }
+    corridors
+}
 
-    // 5. Doors: where a corridor's centre line passes between rock-dug floor and a room.
-    for c in &corridors {
+/// Step 5: doors where a corridor's centre line passes between rock-dug floor and a room.
+fn mark_doors(corridors: &[Corridor], tiles: &mut [Tile], w: u32) {
+    let wi = w as usize;
+    for c in corridors {
         for pair in c.cells.windows(2) {
             let (i, j) = (
                 pair[0].y as usize * wi + pair[0].x as usize,
@@ -485,14 +554,6 @@ pub fn generate(config: &DungeonConfig, seed: u64) -> Result<Dungeon, DungeonErr
             }
         }
     }
-    Ok(Dungeon {
-        width: w,
-        height: h,
-        tiles,
-        rooms,
-        rooms_requested: config.rooms,
-        corridors,
-    })
 }
 
 /// Carve a `width`-wide brush centred on `p` (rock only; rooms stay rooms; the border stays).

@@ -17,7 +17,7 @@ use glam::{UVec2, Vec2};
 use thiserror::Error;
 
 use crate::cost::{CostField, CostModel, WALL};
-use crate::grid::{Dir8, Grid, axis_cell};
+use crate::grid::{Dir8, Grid, SizeMismatch, axis_cell};
 use crate::integration::{IntegrationBuilder, IntegrationField, UNREACHABLE};
 
 /// Flow byte of a goal cell.
@@ -35,13 +35,8 @@ pub enum FlowError {
     #[error("the integration builder holds no field: build one before deriving a flow field")]
     NoIntegration,
     /// The fields cover grids of different sizes.
-    #[error("flow field is {got_w}x{got_h} but the integration field is {want_w}x{want_h}")]
-    SizeMismatch {
-        got_w: u32,
-        got_h: u32,
-        want_w: u32,
-        want_h: u32,
-    },
+    #[error(transparent)]
+    SizeMismatch(#[from] SizeMismatch),
 }
 
 /// Why a sample has no direction.
@@ -103,15 +98,8 @@ impl FlowField {
         integration: &IntegrationField,
     ) -> Result<FlowField, FlowError> {
         let (w, h) = (cost.width(), cost.height());
-        let ig = integration.grid();
-        if ig.width() != w || ig.height() != h {
-            return Err(FlowError::SizeMismatch {
-                got_w: w,
-                got_h: h,
-                want_w: ig.width(),
-                want_h: ig.height(),
-            });
-        }
+        let want = SizeMismatch::of(integration.grid());
+        SizeMismatch::check("flow field", (w, h), "the integration field", want)?;
         let pw = w as usize + 2;
         let plen = pw * (h as usize + 2);
         let mut pc = vec![WALL; plen];
@@ -331,14 +319,13 @@ impl IntegrationBuilder {
         if !self.has_field() {
             return Err(FlowError::NoIntegration);
         }
-        if out.grid.width() as usize != self.width || out.grid.height() as usize != self.height {
-            return Err(FlowError::SizeMismatch {
-                got_w: out.grid.width(),
-                got_h: out.grid.height(),
-                want_w: self.width as u32,
-                want_h: self.height as u32,
-            });
-        }
+        let built = (self.width as u32, self.height as u32);
+        SizeMismatch::check(
+            "flow field",
+            SizeMismatch::of(&out.grid),
+            "the integration field",
+            built,
+        )?;
         derive(
             &self.costs,
             &self.dist,

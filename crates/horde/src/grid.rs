@@ -13,6 +13,53 @@ pub const MAX_SIDE: u32 = 1 << 15;
 /// The largest number of cells a grid may have (1 Gi cells: a 32768 × 32768 map).
 pub const MAX_CELLS: u64 = 1 << 30;
 
+/// Two layers that must cover grids of one size do not: `what` is `got_w` × `got_h` cells,
+/// `against` is `want_w` × `want_h`. Every field, repair and crowd call that takes two layers
+/// reports this, checked before anything changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[error("{what} is {got_w}x{got_h} but {against} is {want_w}x{want_h}")]
+pub struct SizeMismatch {
+    /// The layer passed in.
+    pub what: &'static str,
+    /// What it must match.
+    pub against: &'static str,
+    /// Width of `what`.
+    pub got_w: u32,
+    /// Height of `what`.
+    pub got_h: u32,
+    /// Width of `against`.
+    pub want_w: u32,
+    /// Height of `against`.
+    pub want_h: u32,
+}
+
+impl SizeMismatch {
+    /// `Ok` if `got` (the layer `what`, width and height) is `want` (the layer `against`).
+    pub(crate) fn check(
+        what: &'static str,
+        got: (u32, u32),
+        against: &'static str,
+        want: (u32, u32),
+    ) -> Result<(), SizeMismatch> {
+        if got == want {
+            return Ok(());
+        }
+        Err(SizeMismatch {
+            what,
+            against,
+            got_w: got.0,
+            got_h: got.1,
+            want_w: want.0,
+            want_h: want.1,
+        })
+    }
+
+    /// The width and height of a grid, as [`Self::check`] takes them.
+    pub(crate) fn of(grid: &Grid) -> (u32, u32) {
+        (grid.width(), grid.height())
+    }
+}
+
 /// Why a grid or a cell was refused.
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
@@ -347,6 +394,28 @@ fn truncate(g: f32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_layer_pair_reports_a_size_mismatch_the_same_way() {
+        use crate::{CostField, CostModel, FlowError, FlowField, IntegrationBuilder};
+        let small = CostField::new(Grid::new(2, 3).unwrap());
+        let large = CostField::new(Grid::new(4, 5).unwrap());
+        let mut b = IntegrationBuilder::new();
+        let field = b
+            .build(&large, &[UVec2::ZERO], CostModel::TenFourteen)
+            .unwrap();
+        let err = FlowField::from_integration(&small, &field).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "flow field is 2x3 but the integration field is 4x5"
+        );
+        let mut out = FlowField::new(*small.grid());
+        let FlowError::SizeMismatch(m) = b.flow_into(&mut out).unwrap_err() else {
+            panic!("a size mismatch");
+        };
+        assert_eq!((m.got_w, m.got_h, m.want_w, m.want_h), (2, 3, 4, 5));
+        assert_eq!(SizeMismatch::check("a", (1, 2), "b", (1, 2)), Ok(()));
+    }
 
     #[test]
     fn axis_cells_agree_with_axis_cell() {

@@ -21,7 +21,7 @@ use glam::UVec2;
 use thiserror::Error;
 
 use crate::cost::{CostField, CostModel, WALL};
-use crate::grid::{Grid, GridError};
+use crate::grid::{Grid, GridError, SizeMismatch};
 
 pub(crate) mod sweep;
 
@@ -55,13 +55,8 @@ pub enum IntegrationError {
     #[error("no finished build: call start, then advance until it reports Done")]
     NotFinished,
     /// The output field was made for a grid of another size.
-    #[error("output field is {got_w}x{got_h} but the cost field is {want_w}x{want_h}")]
-    SizeMismatch {
-        got_w: u32,
-        got_h: u32,
-        want_w: u32,
-        want_h: u32,
-    },
+    #[error(transparent)]
+    SizeMismatch(#[from] SizeMismatch),
 }
 
 /// Cost-to-goal of every cell, in raw units of its [`CostModel`].
@@ -159,14 +154,12 @@ impl IntegrationField {
 }
 
 fn same_size(out: &IntegrationField, grid: &Grid) -> Result<(), IntegrationError> {
-    if out.grid.width() != grid.width() || out.grid.height() != grid.height() {
-        return Err(IntegrationError::SizeMismatch {
-            got_w: out.grid.width(),
-            got_h: out.grid.height(),
-            want_w: grid.width(),
-            want_h: grid.height(),
-        });
-    }
+    SizeMismatch::check(
+        "output field",
+        SizeMismatch::of(&out.grid),
+        "the cost field",
+        SizeMismatch::of(grid),
+    )?;
     Ok(())
 }
 
@@ -884,7 +877,7 @@ mod tests {
         let mut small = IntegrationField::new(Grid::new(2, 2).unwrap(), m);
         assert!(matches!(
             b.build_into(&cost, &[UVec2::new(0, 0)], m, &mut small),
-            Err(IntegrationError::SizeMismatch { .. })
+            Err(IntegrationError::SizeMismatch(_))
         ));
     }
 

@@ -206,12 +206,31 @@ pub fn terrain_cost(ch: u8) -> Option<u8> {
 /// assert_eq!(err.to_string(), "cut.map: truncated: expected 2 map rows, found 1");
 /// ```
 pub fn parse_map(bytes: &[u8], file: &str) -> Result<CostField, MapError> {
+    let mut it = lines(bytes);
+    let header = read_header(&mut it, bytes, file)?;
+    let (grid, size_err) = header.grid(bytes, file)?;
+    let costs = read_rows(&mut it, grid, file)?;
+    CostField::from_costs(grid, costs).map_err(|e| size_err(e.to_string()))
+}
+
+/// What a `.map` header gave: width and height, each with its line, and the line of `map`.
+struct MapHeader {
+    width: Option<(u64, usize)>,
+    height: Option<(u64, usize)>,
+    map_line: usize,
+}
+
+/// The header lines up to `map`: `type octile`, `height` and `width`, each once.
+fn read_header<'a>(
+    it: &mut impl Iterator<Item = (usize, &'a [u8])>,
+    bytes: &[u8],
+    file: &str,
+) -> Result<MapHeader, MapError> {
     let header = |line: usize, reason: String| MapError::Header {
         file: file.to_owned(),
         line,
         reason,
     };
-    let mut it = lines(bytes);
     let (mut width, mut height, mut kind) = (None, None, None);
     let mut map_line = 0;
     for (line, raw) in it.by_ref() {
@@ -270,38 +289,70 @@ pub fn parse_map(bytes: &[u8], file: &str) -> Result<CostField, MapError> {
         Some(other) => return Err(header(1, format!("type {} is not 'octile'", quoted(other)))),
         None => return Err(header(1, "no 'type' line".into())),
     }
-    let (w, wl) = width.ok_or_else(|| header(map_line, "no 'width' line".into()))?;
-    let (h, hl) = height.ok_or_else(|| header(map_line, "no 'height' line".into()))?;
-    // Name the line of the dimension at fault (the height's when both are).
-    let bad_line = if h == 0 || h > MAX_SIDE as u64 {
-        hl
-    } else {
-        wl
-    };
-    let size_err = |reason: String| MapError::Size {
-        file: file.to_owned(),
-        line: bad_line,
-        width: w,
-        height: h,
-        reason,
-    };
-    if w == 0 || h == 0 {
-        return Err(size_err("both sides must be at least 1".into()));
+    Ok(MapHeader {
+        width,
+        height,
+        map_line,
+    })
+}
+
+impl MapHeader {
+    /// The grid the header describes, checked against the limits and the file's size before
+    /// anything is reserved; and the error maker for size problems (naming the line at fault).
+    fn grid<'f>(
+        &self,
+        bytes: &[u8],
+        file: &'f str,
+    ) -> Result<(Grid, impl Fn(String) -> MapError + 'f), MapError> {
+        let (width, height, map_line) = (self.width, self.height, self.map_line);
+        let header = |line: usize, reason: String| MapError::Header {
+            file: file.to_owned(),
+            line,
+            reason,
+        };
+        let (w, wl) = width.ok_or_else(|| header(map_line, "no 'width' line".into()))?;
+        let (h, hl) = height.ok_or_else(|| header(map_line, "no 'height' line".into()))?;
+        // Name the line of the dimension at fault (the height's when both are).
+        let bad_line = if h == 0 || h > MAX_SIDE as u64 {
+            hl
+        } else {
+            wl
+        };
+        let size_err = move |reason: String| MapError::Size {
+            file: file.to_owned(),
+            line: bad_line,
+            width: w,
+            height: h,
+            reason,
+        };
+        if w == 0 || h == 0 {
+            return Err(size_err("both sides must be at least 1".into()));
+        }
+        if w > MAX_SIDE as u64 || h > MAX_SIDE as u64 || w * h > MAX_CELLS {
+            return Err(size_err(format!(
+                "at most {MAX_SIDE} per side and {MAX_CELLS} cells"
+            )));
+        }
+        if w * h > bytes.len() as u64 {
+            return Err(size_err(format!(
+                "{} cells cannot fit in a file of {} bytes",
+                w * h,
+                bytes.len()
+            )));
+        }
+        let (w, h) = (w as u32, h as u32);
+        let grid = Grid::new(w, h).map_err(|e| size_err(e.to_string()))?;
+        Ok((grid, size_err))
     }
-    if w > MAX_SIDE as u64 || h > MAX_SIDE as u64 || w * h > MAX_CELLS {
-        return Err(size_err(format!(
-            "at most {MAX_SIDE} per side and {MAX_CELLS} cells"
-        )));
-    }
-    if w * h > bytes.len() as u64 {
-        return Err(size_err(format!(
-            "{} cells cannot fit in a file of {} bytes",
-            w * h,
-            bytes.len()
-        )));
-    }
-    let (w, h) = (w as u32, h as u32);
-    let grid = Grid::new(w, h).map_err(|e| size_err(e.to_string()))?;
+}
+
+/// The map rows: exactly `grid`'s height rows of its width, then only blank lines.
+fn read_rows<'a>(
+    it: &mut impl Iterator<Item = (usize, &'a [u8])>,
+    grid: Grid,
+    file: &str,
+) -> Result<Vec<u8>, MapError> {
+    let (w, h) = (grid.width(), grid.height());
     let mut costs = Vec::with_capacity(grid.len());
     let mut rows = 0u32;
     for (line, raw) in it.by_ref() {
@@ -359,7 +410,7 @@ pub fn parse_map(bytes: &[u8], file: &str) -> Result<CostField, MapError> {
             found: rows,
         });
     }
-    CostField::from_costs(grid, costs).map_err(|e| size_err(e.to_string()))
+    Ok(costs)
 }
 
 /// Read a `.map` file from disk. O(file size).

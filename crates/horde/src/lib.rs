@@ -72,7 +72,7 @@ pub use cost::{CostEdit, CostError, CostField, CostModel, PLAIN, Shape, WALL};
 pub use flow::{
     FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FlowError, FlowField, FlowSample, NoDirection,
 };
-pub use grid::{Dir8, Grid, GridError};
+pub use grid::{Dir8, Grid, GridError, SizeMismatch};
 pub use integration::{
     BuildProgress, IntegrationBuilder, IntegrationError, IntegrationField, UNREACHABLE, WaveStats,
 };

@@ -34,7 +34,7 @@ use thiserror::Error;
 
 use crate::cost::{CostEdit, CostError, CostField, CostModel, WALL};
 use crate::flow::{FLOW_UNREACHABLE, FLOW_WALL, FlowField, flow_byte};
-use crate::grid::{Dir8, Grid, GridError};
+use crate::grid::{Dir8, Grid, GridError, SizeMismatch};
 use crate::integration::{IntegrationBuilder, IntegrationError, IntegrationField, UNREACHABLE};
 
 /// Why a repair or a cache request failed.
@@ -51,13 +51,8 @@ pub enum LiveError {
     #[error("changed cell: {0}")]
     CellOutside(GridError),
     /// The cost field is not the size of the field being repaired.
-    #[error("cost field is {got_w}x{got_h} but the field is {want_w}x{want_h}")]
-    SizeMismatch {
-        got_w: u32,
-        got_h: u32,
-        want_w: u32,
-        want_h: u32,
-    },
+    #[error(transparent)]
+    SizeMismatch(#[from] SizeMismatch),
     /// A size class this cache does not have.
     #[error("size class {0} does not exist in this cache (add it with add_size_class)")]
     UnknownClass(u8),
@@ -380,14 +375,12 @@ impl LiveField {
 
     fn same_size(&self, cost: &CostField) -> Result<(), LiveError> {
         let (g, f) = (cost.grid(), self.integration.grid());
-        if g.width() != f.width() || g.height() != f.height() {
-            return Err(LiveError::SizeMismatch {
-                got_w: g.width(),
-                got_h: g.height(),
-                want_w: f.width(),
-                want_h: f.height(),
-            });
-        }
+        SizeMismatch::check(
+            "cost field",
+            SizeMismatch::of(g),
+            "the field",
+            SizeMismatch::of(f),
+        )?;
         Ok(())
     }
 

@@ -20,7 +20,7 @@ use thiserror::Error;
 
 use crate::cost::{CostField, WALL};
 use crate::flow::{FLOW_GOAL, FlowField, FlowSample, NoDirection};
-use crate::grid::{Dir8, Grid};
+use crate::grid::{Dir8, Grid, SizeMismatch};
 
 #[macro_use]
 pub(crate) mod pieces;
@@ -67,14 +67,8 @@ pub enum CrowdError {
         groups: usize,
     },
     /// The cost field or a flow field covers another grid than the crowd.
-    #[error("{what} is {got_w}x{got_h} but the crowd's grid is {want_w}x{want_h}")]
-    GridMismatch {
-        what: &'static str,
-        got_w: u32,
-        got_h: u32,
-        want_w: u32,
-        want_h: u32,
-    },
+    #[error(transparent)]
+    SizeMismatch(#[from] SizeMismatch),
     /// No walkable cell to place an agent on.
     #[error("no walkable cell near ({x}, {y}) to place the agent on")]
     NoWalkableCell { x: f32, y: f32 },
@@ -807,15 +801,12 @@ impl Crowd {
     }
 
     fn check_grid(&self, what: &'static str, g: &Grid) -> Result<(), CrowdError> {
-        if g.width() != self.grid.width() || g.height() != self.grid.height() {
-            return Err(CrowdError::GridMismatch {
-                what,
-                got_w: g.width(),
-                got_h: g.height(),
-                want_w: self.grid.width(),
-                want_h: self.grid.height(),
-            });
-        }
+        SizeMismatch::check(
+            what,
+            SizeMismatch::of(g),
+            "the crowd's grid",
+            SizeMismatch::of(&self.grid),
+        )?;
         Ok(())
     }
 

@@ -556,43 +556,8 @@ impl StepContext<'_> {
         let splat = _mm256_set1_ps;
         let bits = |m: __m256| _mm256_movemask_ps(m) as u32;
         let (px, py) = split(rows.0);
-        let to_goal_x = _mm256_sub_ps(splat(grp.goal.x), px);
-        let to_goal_y = _mm256_sub_ps(splat(grp.goal.y), py);
-        let dist_goal = length(to_goal_x, to_goal_y);
-        // Arrival sticks.
-        let mut was_arrived = 0u32;
-        for (l, state) in rows.2.iter().enumerate() {
-            was_arrived |= ((*state == AgentState::Arrived) as u32) << l;
-        }
-        let near_goal = bits(_mm256_cmp_ps::<_CMP_LE_OQ>(
-            dist_goal,
-            splat(cfg.arrival_radius),
-        ));
-        let mut arrived = done & (near_goal | was_arrived);
-        let mut moving = done & !arrived;
-        // Straight at the goal where the line to it is clear.
-        let in_sight = moving
-            & bits(_mm256_cmp_ps::<_CMP_LE_OQ>(
-                dist_goal,
-                splat(cfg.line_of_sight_range),
-            ))
-            & bits(_mm256_cmp_ps::<_CMP_GT_OQ>(dist_goal, splat(1e-6)));
-        let mut straight = 0u32;
-        if in_sight != 0 && self.goal_cell(grp) {
-            let mut rest = in_sight;
-            while rest != 0 {
-                let l = rest.trailing_zeros() as usize;
-                rest &= rest - 1;
-                if self.clear_line(rows.0[l], grp.goal) {
-                    straight |= 1 << l;
-                }
-            }
-        }
-        let way = |sampled: &[f32; BLOCK], to_goal: __m256| {
-            let straight_on = _mm256_div_ps(to_goal, dist_goal);
-            _mm256_blendv_ps(load(sampled), straight_on, lanes_of(straight))
-        };
-        let (way_x, way_y) = (way(&eight.xs, to_goal_x), way(&eight.ys, to_goal_y));
+        let (dist_goal, (way_x, way_y), mut arrived, mut moving) =
+            self.way8(eight, grp, rows, (px, py));
         // (Zero, +0, for agents not moving, as `Vec2::ZERO` is.)
         let desired = |moving: u32| {
             let keep = lanes_of(moving);
@@ -668,42 +633,10 @@ impl StepContext<'_> {
                 // array of 8.
                 unsafe { _mm256_storeu_ps(clearance.as_mut_ptr(), none) };
             }
-            while rest != 0 {
-                let l = rest.trailing_zeros() as usize;
-                rest &= rest - 1;
-                let i = first + l;
-                let p = rows.0[l];
-                let state = if moving >> l & 1 != 0 {
-                    AgentState::Moving
-                } else {
-                    AgentState::Arrived
-                };
-                let (radius, known) = (self.radii[i], clearance[l]);
-                let contact =
-                    self.separation::<true>(v3, i, p, radius, state, grp.goal, dist[l], known);
-                clearance[l] = contact.clearance;
-                (walks.push_x[l], walks.push_y[l]) = (contact.push.x, contact.push.y);
-                walks.unpenetrate_x[l] = contact.unpenetrate.x;
-                walks.unpenetrate_y[l] = contact.unpenetrate.y;
-                blocked |= (contact.blocked_by_arrived as u32) << l;
-                touching_arrived |= (contact.touching_arrived as u32) << l;
-                if contact.touching > STAGED_NORMALS {
-                    // Finished now, as `start` finishes it.
-                    let desired = Vec2::new(desired_x[l], desired_y[l]);
-                    let (state, walk) = self.walk(state, desired, &contact, dist[l], pile);
-                    let normals = &contact.normals[..contact.touching];
-                    self.finish(i, &walk, state, normals, lane(rows, l));
-                    finished |= 1 << l;
-                } else {
-                    walks.touching[l] = contact.touching as u8;
-                    // (Most agents of a spread-out crowd touch no one.)
-                    if contact.touching > 0 {
-                        for (normal, n) in walks.normals.iter_mut().zip(&contact.normals) {
-                            (normal.0[l], normal.1[l]) = (n.x, n.y);
-                        }
-                    }
-                }
-            }
+            let searched = (rest, moving, pile, &dist, (&desired_x, &desired_y));
+            let contacts = (&mut blocked, &mut touching_arrived);
+            let at = (first, grp);
+            finished = self.search_lanes(v3, at, searched, walks, rows, &mut clearance, contacts);
         }
         // Measured on the snapshot the step starts from.
         let kept = _mm256_add_ps(
@@ -743,6 +676,124 @@ impl StepContext<'_> {
         );
     }
 
+    /// Where each lane of a sampled block heads: its distance to the goal, its way (its flow
+    /// sample, or straight at the goal where the line to it is clear), and the lanes arrived
+    /// (near the goal, or arrived before: arrival sticks) and moving.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn way8(
+        &self,
+        eight: &Samples8,
+        grp: &Group,
+        rows: &Rows8,
+        (px, py): (__m256, __m256),
+    ) -> (__m256, (__m256, __m256), u32, u32) {
+        let cfg = self.config;
+        let done = eight.done;
+        let splat = _mm256_set1_ps;
+        let bits = |m: __m256| _mm256_movemask_ps(m) as u32;
+        let to_goal_x = _mm256_sub_ps(splat(grp.goal.x), px);
+        let to_goal_y = _mm256_sub_ps(splat(grp.goal.y), py);
+        let dist_goal = length(to_goal_x, to_goal_y);
+        // Arrival sticks.
+        let mut was_arrived = 0u32;
+        for (l, state) in rows.2.iter().enumerate() {
+            was_arrived |= ((*state == AgentState::Arrived) as u32) << l;
+        }
+        let near_goal = bits(_mm256_cmp_ps::<_CMP_LE_OQ>(
+            dist_goal,
+            splat(cfg.arrival_radius),
+        ));
+        let arrived = done & (near_goal | was_arrived);
+        let moving = done & !arrived;
+        // Straight at the goal where the line to it is clear.
+        let in_sight = moving
+            & bits(_mm256_cmp_ps::<_CMP_LE_OQ>(
+                dist_goal,
+                splat(cfg.line_of_sight_range),
+            ))
+            & bits(_mm256_cmp_ps::<_CMP_GT_OQ>(dist_goal, splat(1e-6)));
+        let mut straight = 0u32;
+        if in_sight != 0 && self.goal_cell(grp) {
+            let mut rest = in_sight;
+            while rest != 0 {
+                let l = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                if self.clear_line(rows.0[l], grp.goal) {
+                    straight |= 1 << l;
+                }
+            }
+        }
+        let way = |sampled: &[f32; BLOCK], to_goal: __m256| {
+            let straight_on = _mm256_div_ps(to_goal, dist_goal);
+            _mm256_blendv_ps(load(sampled), straight_on, lanes_of(straight))
+        };
+        let (way_x, way_y) = (way(&eight.xs, to_goal_x), way(&eight.ys, to_goal_y));
+        (dist_goal, (way_x, way_y), arrived, moving)
+    }
+
+    /// [`Self::separation`] of the lanes in `rest` one by one (those that find someone in
+    /// reach): their pushes and normals staged in `walks`, their clearances in `clearance`,
+    /// and those touching more than [`STAGED_NORMALS`] neighbours finished here, as `start`
+    /// finishes them. Returns the lanes finished.
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    #[inline(always)]
+    fn search_lanes(
+        &self,
+        v3: V3,
+        (first, grp): (usize, &Group),
+        (mut rest, moving, pile, dist, (desired_x, desired_y)): (
+            u32,
+            u32,
+            f32,
+            &[f32; BLOCK],
+            (&[f32; BLOCK], &[f32; BLOCK]),
+        ),
+        walks: &mut Walks,
+        rows: &mut Rows8,
+        clearance: &mut [f32; BLOCK],
+        (blocked, touching_arrived): (&mut u32, &mut u32),
+    ) -> u32 {
+        let mut finished = 0;
+        while rest != 0 {
+            let l = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let i = first + l;
+            let p = rows.0[l];
+            let state = if moving >> l & 1 != 0 {
+                AgentState::Moving
+            } else {
+                AgentState::Arrived
+            };
+            let (radius, known) = (self.radii[i], clearance[l]);
+            let contact =
+                self.separation::<true>(v3, i, p, radius, state, grp.goal, dist[l], known);
+            clearance[l] = contact.clearance;
+            (walks.push_x[l], walks.push_y[l]) = (contact.push.x, contact.push.y);
+            walks.unpenetrate_x[l] = contact.unpenetrate.x;
+            walks.unpenetrate_y[l] = contact.unpenetrate.y;
+            *blocked |= (contact.blocked_by_arrived as u32) << l;
+            *touching_arrived |= (contact.touching_arrived as u32) << l;
+            if contact.touching > STAGED_NORMALS {
+                // Finished now, as `start` finishes it.
+                let desired = Vec2::new(desired_x[l], desired_y[l]);
+                let (state, walk) = self.walk(state, desired, &contact, dist[l], pile);
+                let normals = &contact.normals[..contact.touching];
+                self.finish(i, &walk, state, normals, lane(rows, l));
+                finished |= 1 << l;
+            } else {
+                walks.touching[l] = contact.touching as u8;
+                // (Most agents of a spread-out crowd touch no one.)
+                if contact.touching > 0 {
+                    for (normal, n) in walks.normals.iter_mut().zip(&contact.normals) {
+                        (normal.0[l], normal.1[l]) = (n.x, n.y);
+                    }
+                }
+            }
+        }
+        finished
+    }
+
     /// [`Self::start`] of the lanes set in `lanes` of the block of slots `first..first + 8`,
     /// whose entries are `rows`, one by one: those it leaves staged are staged in `walks`.
     #[inline(always)]
@@ -773,196 +824,19 @@ impl StepContext<'_> {
     #[target_feature(enable = "avx2")]
     fn finish8(&self, first: usize, walks: &Walks, rows: Rows8) {
         let (positions, velocities, states, anchors, timers, flags) = rows;
-        let cfg = self.config;
-        let costs = self.costs;
-        let g = self.grid;
         let splat = _mm256_set1_ps;
         let (px, py) = split(positions);
         let (vx, vy) = split(velocities);
         let lanes = |values: &[f32]| load(values[first..first + BLOCK].try_into().expect("8"));
         let (max_speed, radius) = (lanes(self.max_speeds), lanes(self.radii));
-        let (dist_goal, pile) = (load(&walks.dist_goal), load(&walks.pile));
-        let dt = splat(self.dt);
-
-        // The velocity it steers towards: the blend of its way and its push, at its speed (arrived
-        // agents only give way, at most at walking pace), none for agents without a way.
-        let (desired_x, desired_y) = (load(&walks.desired_x), load(&walks.desired_y));
-        let (push_x, push_y) = (load(&walks.push_x), load(&walks.push_y));
-        let (flow_weight, separation_weight) =
-            (splat(cfg.flow_weight), splat(cfg.separation_weight));
-        let blend_x = _mm256_add_ps(
-            _mm256_mul_ps(desired_x, flow_weight),
-            _mm256_mul_ps(push_x, separation_weight),
-        );
-        let blend_y = _mm256_add_ps(
-            _mm256_mul_ps(desired_y, flow_weight),
-            _mm256_mul_ps(push_y, separation_weight),
-        );
-        let push_length = length(push_x, push_y);
-        let yielding = _mm256_mul_ps(
-            _mm256_min_ps(_mm256_mul_ps(push_length, separation_weight), splat(1.0)),
-            max_speed,
-        );
-        let walking = if cfg.slowdown_radius > 0.0 {
-            let near = _mm256_div_ps(dist_goal, splat(cfg.slowdown_radius));
-            // `clamp(0.25, 1.0)`, in its order.
-            let low = splat(0.25);
-            let near = _mm256_blendv_ps(near, low, _mm256_cmp_ps::<_CMP_LT_OQ>(near, low));
-            let high = splat(1.0);
-            let near = _mm256_blendv_ps(near, high, _mm256_cmp_ps::<_CMP_GT_OQ>(near, high));
-            _mm256_mul_ps(max_speed, near)
-        } else {
-            max_speed
-        };
-        let speed = _mm256_blendv_ps(walking, yielding, lanes_of(walks.arrived));
-        // `normalize_or_zero`: times the reciprocal of the length where that is finite and above
-        // zero, else zero.
-        let reciprocal = _mm256_div_ps(splat(1.0), length(blend_x, blend_y));
-        let unit = _mm256_and_ps(
-            _mm256_cmp_ps::<_CMP_LT_OQ>(abs(reciprocal), splat(f32::INFINITY)),
-            _mm256_cmp_ps::<_CMP_GT_OQ>(reciprocal, _mm256_setzero_ps()),
-        );
-        // (Zero is +0 where the target is zero, as `Vec2::ZERO` is.)
-        let scaled = _mm256_and_ps(unit, lanes_of(walks.moving | walks.arrived));
-        let target_x = _mm256_and_ps(
-            scaled,
-            _mm256_mul_ps(_mm256_mul_ps(blend_x, reciprocal), speed),
-        );
-        let target_y = _mm256_and_ps(
-            scaled,
-            _mm256_mul_ps(_mm256_mul_ps(blend_y, reciprocal), speed),
-        );
-
-        // The velocity.
-        let acceleration = splat(cfg.max_acceleration * self.dt);
-        let (dvx, dvy) = clamp_length_max(
-            _mm256_sub_ps(target_x, vx),
-            _mm256_sub_ps(target_y, vy),
-            acceleration,
-        );
-        let (mut vx_new, mut vy_new) =
-            clamp_length_max(_mm256_add_ps(vx, dvx), _mm256_add_ps(vy, dvy), max_speed);
-        // Nobody walks into someone they already touch, one normal after another.
-        // SAFETY: reads 8 bytes from an array of 8.
-        let touching =
-            _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(walks.touching.as_ptr().cast()) });
-        for (k, (nx, ny)) in walks.normals.iter().enumerate() {
-            let has = _mm256_cmpgt_epi32(touching, _mm256_set1_epi32(k as i32));
-            if _mm256_testz_si256(has, has) != 0 {
-                break;
-            }
-            let (nx, ny) = (load(nx), load(ny));
-            let into = _mm256_add_ps(_mm256_mul_ps(vx_new, nx), _mm256_mul_ps(vy_new, ny));
-            let apply = _mm256_and_ps(
-                _mm256_castsi256_ps(has),
-                _mm256_cmp_ps::<_CMP_LT_OQ>(into, _mm256_setzero_ps()),
-            );
-            vx_new = _mm256_blendv_ps(
-                vx_new,
-                _mm256_sub_ps(vx_new, _mm256_mul_ps(nx, into)),
-                apply,
-            );
-            vy_new = _mm256_blendv_ps(
-                vy_new,
-                _mm256_sub_ps(vy_new, _mm256_mul_ps(ny, into)),
-                apply,
-            );
-        }
-        let cell = g.cell_size();
-        let (sx, sy) = clamp_length_max(
-            _mm256_add_ps(_mm256_mul_ps(vx_new, dt), load(&walks.unpenetrate_x)),
-            _mm256_add_ps(_mm256_mul_ps(vy_new, dt), load(&walks.unpenetrate_y)),
-            splat(0.45 * cell),
-        );
-
-        // The slide (`WallContext::slide`), for agents standing on the map.
-        let (tx, ty) = (_mm256_add_ps(px, sx), _mm256_add_ps(py, sy));
-        let (origin, inv) = (g.origin(), splat(g.inv_cell_size()));
-        let (ox, oy) = (splat(origin.x), splat(origin.y));
-        let (w, h) = (g.width() as i32, g.height() as i32);
-        let (wv, hv) = (_mm256_set1_epi32(w), _mm256_set1_epi32(h));
-        let (zero, minus_one, ones) = (
-            _mm256_setzero_ps(),
-            _mm256_set1_epi32(-1),
-            _mm256_set1_epi32(1),
-        );
-        // `axis_cells`: the cell along an axis, and whether it lies on the map.
-        let axis = |at: __m256, o: __m256, size: __m256i| {
-            let gv = _mm256_mul_ps(_mm256_sub_ps(at, o), inv);
-            let c = _mm256_cvttps_epi32(gv);
-            let on = _mm256_and_si256(
-                _mm256_castps_si256(_mm256_cmp_ps::<_CMP_GE_OQ>(gv, zero)),
-                _mm256_and_si256(
-                    _mm256_cmpgt_epi32(size, c),
-                    _mm256_cmpgt_epi32(c, minus_one),
-                ),
-            );
-            (c, on)
-        };
-        let (cx, on_x) = axis(px, ox, wv);
-        let (cy, on_y) = axis(py, oy, hv);
-        let (ncx, to_on_x) = axis(tx, ox, wv);
-        let (ncy, to_on_y) = axis(ty, oy, hv);
-        let mut ok = _mm256_and_si256(on_x, on_y);
-        // Each gather reads 4 bytes: an offset past this is refused (its lane goes to
-        // `finish`), and a lane that needs no read reads offset 0.
-        let Some(last_read) = costs.len().checked_sub(4) else {
-            self.finish_rest(
-                first,
-                walks,
-                0,
-                (positions, velocities, states, anchors, timers, flags),
-            );
+        let target = self.target_velocity8(walks, max_speed);
+        let ((vx_new, vy_new), (sx, sy)) = self.velocity8(walks, (vx, vy), target, max_speed);
+        let Some(((qx, qy), ok)) = self.slide8((px, py), (sx, sy), radius) else {
+            let rows = (positions, velocities, states, anchors, timers, flags);
+            self.finish_rest(first, walks, 0, rows);
             return;
         };
-        let last_read = _mm256_set1_epi32(last_read as i32);
-        let is_wall = |at: __m256i, read: __m256i, ok: &mut __m256i| {
-            wall_lanes(costs, at, _mm256_and_si256(read, *ok), last_read, ok)
-        };
-        let index = |x: __m256i, y: __m256i| _mm256_add_epi32(_mm256_mullo_epi32(y, wv), x);
-        // Along x, if the target's column is on the map and open in the agent's row.
-        let tried = _mm256_and_si256(to_on_x, ok);
-        let blocked = is_wall(index(ncx, cy), tried, &mut ok);
-        let go = _mm256_castsi256_ps(_mm256_andnot_si256(blocked, tried));
-        let x = _mm256_blendv_ps(px, tx, go);
-        let cx = _mm256_castps_si256(_mm256_blendv_ps(
-            _mm256_castsi256_ps(cx),
-            _mm256_castsi256_ps(ncx),
-            go,
-        ));
-        // Then along y, from the column it reached.
-        let tried = _mm256_and_si256(to_on_y, ok);
-        let blocked = is_wall(index(cx, ncy), tried, &mut ok);
-        let go = _mm256_castsi256_ps(_mm256_andnot_si256(blocked, tried));
-        let y = _mm256_blendv_ps(py, ty, go);
-        let cy = _mm256_castps_si256(_mm256_blendv_ps(
-            _mm256_castsi256_ps(cy),
-            _mm256_castsi256_ps(ncy),
-            go,
-        ));
-        // `push_off_walls`: a side is a wall at the map's edge or where its neighbour is one.
-        let r = _mm256_min_ps(radius, splat(0.45 * cell));
-        let size = splat(cell);
-        let lo_x = _mm256_add_ps(ox, _mm256_mul_ps(_mm256_cvtepi32_ps(cx), size));
-        let lo_y = _mm256_add_ps(oy, _mm256_mul_ps(_mm256_cvtepi32_ps(cy), size));
-        let (hi_x, hi_y) = (_mm256_add_ps(lo_x, size), _mm256_add_ps(lo_y, size));
-        let i = index(cx, cy);
-        let all = _mm256_set1_epi32(-1);
-        let edge = |c: __m256i, at: i32| _mm256_cmpeq_epi32(c, _mm256_set1_epi32(at));
-        // A side is closed at the map's edge, or where the cell beyond it is a wall.
-        let mut closed = |is_edge: __m256i, beyond: __m256i| {
-            let wall = is_wall(beyond, _mm256_andnot_si256(is_edge, all), &mut ok);
-            _mm256_castsi256_ps(_mm256_or_si256(is_edge, wall))
-        };
-        let west = closed(edge(cx, 0), _mm256_sub_epi32(i, ones));
-        let east = closed(edge(cx, w - 1), _mm256_add_epi32(i, ones));
-        let north = closed(edge(cy, 0), _mm256_sub_epi32(i, wv));
-        let south = closed(edge(cy, h - 1), _mm256_add_epi32(i, wv));
-        let qx = _mm256_blendv_ps(x, _mm256_max_ps(x, _mm256_add_ps(lo_x, r)), west);
-        let qx = _mm256_blendv_ps(qx, _mm256_min_ps(qx, _mm256_sub_ps(hi_x, r)), east);
-        let qy = _mm256_blendv_ps(y, _mm256_max_ps(y, _mm256_add_ps(lo_y, r)), north);
-        let qy = _mm256_blendv_ps(qy, _mm256_min_ps(qy, _mm256_sub_ps(hi_y, r)), south);
-
+        let zero = _mm256_setzero_ps();
         // A blocked axis stops the velocity along it.
         let (mx, my) = (_mm256_sub_ps(qx, px), _mm256_sub_ps(qy, py));
         let half = splat(0.5);
@@ -971,29 +845,7 @@ impl StepContext<'_> {
         let vx_new = _mm256_blendv_ps(vx_new, zero, stop_x);
         let vy_new = _mm256_blendv_ps(vy_new, zero, stop_y);
 
-        // The stuck timer: it restarts for agents not moving and for those that made progress.
-        let (anchor, timer) = (load(anchors), load(timers));
-        let timer = _mm256_add_ps(timer, dt);
-        let still = lanes_of(!walks.moving);
-        let reset = _mm256_or_ps(
-            still,
-            _mm256_cmp_ps::<_CMP_GE_OQ>(
-                _mm256_sub_ps(anchor, dist_goal),
-                splat(cfg.stuck_distance),
-            ),
-        );
-        let anchor = _mm256_blendv_ps(anchor, dist_goal, reset);
-        let expired = _mm256_andnot_ps(
-            reset,
-            _mm256_cmp_ps::<_CMP_GE_OQ>(timer, splat(cfg.stuck_time)),
-        );
-        let near =
-            _mm256_cmp_ps::<_CMP_LE_OQ>(dist_goal, _mm256_add_ps(pile, splat(cfg.slowdown_radius)));
-        let expired_bits = _mm256_movemask_ps(expired) as u32;
-        let near_bits = _mm256_movemask_ps(near) as u32;
-        let arrive = expired_bits & (near_bits | walks.touching_arrived);
-        let stuck = expired_bits & !arrive;
-        let timer = _mm256_blendv_ps(timer, zero, _mm256_or_ps(reset, lanes_of(arrive)));
+        let (anchor, timer, arrive, stuck) = self.stuck8(walks, (anchors, timers));
         // `move_bound`.
         const GROWTH: f32 = 1.0 + 1e-6;
         let moved = _mm256_mul_ps(
@@ -1056,6 +908,258 @@ impl StepContext<'_> {
             done,
             (positions, velocities, states, anchors, timers, flags),
         );
+    }
+
+    /// The velocity each staged lane steers towards: the blend of its way and its push, at its
+    /// speed (arrived agents only give way, at most at walking pace), none for agents without
+    /// a way.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn target_velocity8(&self, walks: &Walks, max_speed: __m256) -> (__m256, __m256) {
+        let cfg = self.config;
+        let splat = _mm256_set1_ps;
+        let dist_goal = load(&walks.dist_goal);
+        let (desired_x, desired_y) = (load(&walks.desired_x), load(&walks.desired_y));
+        let (push_x, push_y) = (load(&walks.push_x), load(&walks.push_y));
+        let (flow_weight, separation_weight) =
+            (splat(cfg.flow_weight), splat(cfg.separation_weight));
+        let blend_x = _mm256_add_ps(
+            _mm256_mul_ps(desired_x, flow_weight),
+            _mm256_mul_ps(push_x, separation_weight),
+        );
+        let blend_y = _mm256_add_ps(
+            _mm256_mul_ps(desired_y, flow_weight),
+            _mm256_mul_ps(push_y, separation_weight),
+        );
+        let push_length = length(push_x, push_y);
+        let yielding = _mm256_mul_ps(
+            _mm256_min_ps(_mm256_mul_ps(push_length, separation_weight), splat(1.0)),
+            max_speed,
+        );
+        let walking = if cfg.slowdown_radius > 0.0 {
+            let near = _mm256_div_ps(dist_goal, splat(cfg.slowdown_radius));
+            // `clamp(0.25, 1.0)`, in its order.
+            let low = splat(0.25);
+            let near = _mm256_blendv_ps(near, low, _mm256_cmp_ps::<_CMP_LT_OQ>(near, low));
+            let high = splat(1.0);
+            let near = _mm256_blendv_ps(near, high, _mm256_cmp_ps::<_CMP_GT_OQ>(near, high));
+            _mm256_mul_ps(max_speed, near)
+        } else {
+            max_speed
+        };
+        let speed = _mm256_blendv_ps(walking, yielding, lanes_of(walks.arrived));
+        // `normalize_or_zero`: times the reciprocal of the length where that is finite and above
+        // zero, else zero.
+        let reciprocal = _mm256_div_ps(splat(1.0), length(blend_x, blend_y));
+        let unit = _mm256_and_ps(
+            _mm256_cmp_ps::<_CMP_LT_OQ>(abs(reciprocal), splat(f32::INFINITY)),
+            _mm256_cmp_ps::<_CMP_GT_OQ>(reciprocal, _mm256_setzero_ps()),
+        );
+        // (Zero is +0 where the target is zero, as `Vec2::ZERO` is.)
+        let scaled = _mm256_and_ps(unit, lanes_of(walks.moving | walks.arrived));
+        let target_x = _mm256_and_ps(
+            scaled,
+            _mm256_mul_ps(_mm256_mul_ps(blend_x, reciprocal), speed),
+        );
+        let target_y = _mm256_and_ps(
+            scaled,
+            _mm256_mul_ps(_mm256_mul_ps(blend_y, reciprocal), speed),
+        );
+        (target_x, target_y)
+    }
+
+    /// The new velocity (the acceleration and speed limits, less what heads into the
+    /// neighbours each touches) and the step it takes (at most 0.45 cell).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn velocity8(
+        &self,
+        walks: &Walks,
+        (vx, vy): (__m256, __m256),
+        (target_x, target_y): (__m256, __m256),
+        max_speed: __m256,
+    ) -> ((__m256, __m256), (__m256, __m256)) {
+        let cfg = self.config;
+        let splat = _mm256_set1_ps;
+        let dt = splat(self.dt);
+        let acceleration = splat(cfg.max_acceleration * self.dt);
+        let (dvx, dvy) = clamp_length_max(
+            _mm256_sub_ps(target_x, vx),
+            _mm256_sub_ps(target_y, vy),
+            acceleration,
+        );
+        let (mut vx_new, mut vy_new) =
+            clamp_length_max(_mm256_add_ps(vx, dvx), _mm256_add_ps(vy, dvy), max_speed);
+        // Nobody walks into someone they already touch, one normal after another.
+        // SAFETY: reads 8 bytes from an array of 8.
+        let touching =
+            _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(walks.touching.as_ptr().cast()) });
+        for (k, (nx, ny)) in walks.normals.iter().enumerate() {
+            let has = _mm256_cmpgt_epi32(touching, _mm256_set1_epi32(k as i32));
+            if _mm256_testz_si256(has, has) != 0 {
+                break;
+            }
+            let (nx, ny) = (load(nx), load(ny));
+            let into = _mm256_add_ps(_mm256_mul_ps(vx_new, nx), _mm256_mul_ps(vy_new, ny));
+            let apply = _mm256_and_ps(
+                _mm256_castsi256_ps(has),
+                _mm256_cmp_ps::<_CMP_LT_OQ>(into, _mm256_setzero_ps()),
+            );
+            vx_new = _mm256_blendv_ps(
+                vx_new,
+                _mm256_sub_ps(vx_new, _mm256_mul_ps(nx, into)),
+                apply,
+            );
+            vy_new = _mm256_blendv_ps(
+                vy_new,
+                _mm256_sub_ps(vy_new, _mm256_mul_ps(ny, into)),
+                apply,
+            );
+        }
+        let cell = self.grid.cell_size();
+        let (sx, sy) = clamp_length_max(
+            _mm256_add_ps(_mm256_mul_ps(vx_new, dt), load(&walks.unpenetrate_x)),
+            _mm256_add_ps(_mm256_mul_ps(vy_new, dt), load(&walks.unpenetrate_y)),
+            splat(0.45 * cell),
+        );
+        ((vx_new, vy_new), (sx, sy))
+    }
+
+    /// The slide along the walls (`WallContext::slide`) of a step `(sx, sy)` from `(px, py)`
+    /// for bodies of `radius`: where each lands, and the lanes that stood on the map and read
+    /// no wall past the end of the costs (the others go to `finish`). `None` if the map is too
+    /// small for the gathers (every lane goes to `finish`).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn slide8(
+        &self,
+        (px, py): (__m256, __m256),
+        (sx, sy): (__m256, __m256),
+        radius: __m256,
+    ) -> Option<((__m256, __m256), __m256i)> {
+        let costs = self.costs;
+        let g = self.grid;
+        let cell = g.cell_size();
+        let splat = _mm256_set1_ps;
+        let (tx, ty) = (_mm256_add_ps(px, sx), _mm256_add_ps(py, sy));
+        let (origin, inv) = (g.origin(), splat(g.inv_cell_size()));
+        let (ox, oy) = (splat(origin.x), splat(origin.y));
+        let (w, h) = (g.width() as i32, g.height() as i32);
+        let (wv, hv) = (_mm256_set1_epi32(w), _mm256_set1_epi32(h));
+        let (zero, minus_one, ones) = (
+            _mm256_setzero_ps(),
+            _mm256_set1_epi32(-1),
+            _mm256_set1_epi32(1),
+        );
+        // `axis_cells`: the cell along an axis, and whether it lies on the map.
+        let axis = |at: __m256, o: __m256, size: __m256i| {
+            let gv = _mm256_mul_ps(_mm256_sub_ps(at, o), inv);
+            let c = _mm256_cvttps_epi32(gv);
+            let on = _mm256_and_si256(
+                _mm256_castps_si256(_mm256_cmp_ps::<_CMP_GE_OQ>(gv, zero)),
+                _mm256_and_si256(
+                    _mm256_cmpgt_epi32(size, c),
+                    _mm256_cmpgt_epi32(c, minus_one),
+                ),
+            );
+            (c, on)
+        };
+        let (cx, on_x) = axis(px, ox, wv);
+        let (cy, on_y) = axis(py, oy, hv);
+        let (ncx, to_on_x) = axis(tx, ox, wv);
+        let (ncy, to_on_y) = axis(ty, oy, hv);
+        let mut ok = _mm256_and_si256(on_x, on_y);
+        // Each gather reads 4 bytes: an offset past this is refused (its lane goes to
+        // `finish`), and a lane that needs no read reads offset 0.
+        let last_read = costs.len().checked_sub(4)?;
+        let last_read = _mm256_set1_epi32(last_read as i32);
+        let is_wall = |at: __m256i, read: __m256i, ok: &mut __m256i| {
+            wall_lanes(costs, at, _mm256_and_si256(read, *ok), last_read, ok)
+        };
+        let index = |x: __m256i, y: __m256i| _mm256_add_epi32(_mm256_mullo_epi32(y, wv), x);
+        // Along x, if the target's column is on the map and open in the agent's row.
+        let tried = _mm256_and_si256(to_on_x, ok);
+        let blocked = is_wall(index(ncx, cy), tried, &mut ok);
+        let go = _mm256_castsi256_ps(_mm256_andnot_si256(blocked, tried));
+        let x = _mm256_blendv_ps(px, tx, go);
+        let cx = _mm256_castps_si256(_mm256_blendv_ps(
+            _mm256_castsi256_ps(cx),
+            _mm256_castsi256_ps(ncx),
+            go,
+        ));
+        // Then along y, from the column it reached.
+        let tried = _mm256_and_si256(to_on_y, ok);
+        let blocked = is_wall(index(cx, ncy), tried, &mut ok);
+        let go = _mm256_castsi256_ps(_mm256_andnot_si256(blocked, tried));
+        let y = _mm256_blendv_ps(py, ty, go);
+        let cy = _mm256_castps_si256(_mm256_blendv_ps(
+            _mm256_castsi256_ps(cy),
+            _mm256_castsi256_ps(ncy),
+            go,
+        ));
+        // `push_off_walls`: a side is a wall at the map's edge or where its neighbour is one.
+        let r = _mm256_min_ps(radius, splat(0.45 * cell));
+        let size = splat(cell);
+        let lo_x = _mm256_add_ps(ox, _mm256_mul_ps(_mm256_cvtepi32_ps(cx), size));
+        let lo_y = _mm256_add_ps(oy, _mm256_mul_ps(_mm256_cvtepi32_ps(cy), size));
+        let (hi_x, hi_y) = (_mm256_add_ps(lo_x, size), _mm256_add_ps(lo_y, size));
+        let i = index(cx, cy);
+        let all = _mm256_set1_epi32(-1);
+        let edge = |c: __m256i, at: i32| _mm256_cmpeq_epi32(c, _mm256_set1_epi32(at));
+        // A side is closed at the map's edge, or where the cell beyond it is a wall.
+        let mut closed = |is_edge: __m256i, beyond: __m256i| {
+            let wall = is_wall(beyond, _mm256_andnot_si256(is_edge, all), &mut ok);
+            _mm256_castsi256_ps(_mm256_or_si256(is_edge, wall))
+        };
+        let west = closed(edge(cx, 0), _mm256_sub_epi32(i, ones));
+        let east = closed(edge(cx, w - 1), _mm256_add_epi32(i, ones));
+        let north = closed(edge(cy, 0), _mm256_sub_epi32(i, wv));
+        let south = closed(edge(cy, h - 1), _mm256_add_epi32(i, wv));
+        let qx = _mm256_blendv_ps(x, _mm256_max_ps(x, _mm256_add_ps(lo_x, r)), west);
+        let qx = _mm256_blendv_ps(qx, _mm256_min_ps(qx, _mm256_sub_ps(hi_x, r)), east);
+        let qy = _mm256_blendv_ps(y, _mm256_max_ps(y, _mm256_add_ps(lo_y, r)), north);
+        let qy = _mm256_blendv_ps(qy, _mm256_min_ps(qy, _mm256_sub_ps(hi_y, r)), south);
+        Some(((qx, qy), ok))
+    }
+
+    /// The stuck timers: each restarts for agents not moving and for those that made progress;
+    /// one that runs out arrives if it stands near the pile or touches an arrived agent of its
+    /// group, else it is stuck. Returns the anchors and timers, and the lanes that arrive and
+    /// those stuck.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn stuck8(
+        &self,
+        walks: &Walks,
+        (anchors, timers): (&[f32; BLOCK], &[f32; BLOCK]),
+    ) -> (__m256, __m256, u32, u32) {
+        let cfg = self.config;
+        let splat = _mm256_set1_ps;
+        let (dist_goal, pile) = (load(&walks.dist_goal), load(&walks.pile));
+        let (dt, zero) = (splat(self.dt), _mm256_setzero_ps());
+        let (anchor, timer) = (load(anchors), load(timers));
+        let timer = _mm256_add_ps(timer, dt);
+        let still = lanes_of(!walks.moving);
+        let reset = _mm256_or_ps(
+            still,
+            _mm256_cmp_ps::<_CMP_GE_OQ>(
+                _mm256_sub_ps(anchor, dist_goal),
+                splat(cfg.stuck_distance),
+            ),
+        );
+        let anchor = _mm256_blendv_ps(anchor, dist_goal, reset);
+        let expired = _mm256_andnot_ps(
+            reset,
+            _mm256_cmp_ps::<_CMP_GE_OQ>(timer, splat(cfg.stuck_time)),
+        );
+        let near =
+            _mm256_cmp_ps::<_CMP_LE_OQ>(dist_goal, _mm256_add_ps(pile, splat(cfg.slowdown_radius)));
+        let expired_bits = _mm256_movemask_ps(expired) as u32;
+        let near_bits = _mm256_movemask_ps(near) as u32;
+        let arrive = expired_bits & (near_bits | walks.touching_arrived);
+        let stuck = expired_bits & !arrive;
+        let timer = _mm256_blendv_ps(timer, zero, _mm256_or_ps(reset, lanes_of(arrive)));
+        (anchor, timer, arrive, stuck)
     }
 
     /// [`Self::finish`] of the staged lanes not in `done`.
