@@ -79,10 +79,16 @@ impl Crowd {
         };
         let isa = self.isa();
         let work = |(k, ((positions, flags), clearances)): PassPiece| {
-            let first = k * PIECE;
+            let first = k * SLOTS_PER_PIECE;
             run_pass::<CLEARANCE>(isa, &pass, first, positions, flags, clearances);
         };
-        each_piece!(PIECE, work, self.positions, self.flags, clearances);
+        each_piece!(
+            SLOTS_PER_PIECE,
+            work,
+            self.positions,
+            self.flags,
+            clearances
+        );
         #[cfg(test)]
         {
             self.test.eight_pushes += pass.eight_pushes.into_inner();
@@ -113,8 +119,16 @@ impl Crowd {
         let (ng, radii, positions) = (&self.neighbours, &self.radii, &self.positions);
         let (flags, marks) = (&self.flags, &self.marks);
         let isa = self.isa();
-        each_chunk_of(flags, CHUNK, |c, flags| {
-            mark_touched(isa, ng, c * CHUNK, flags, positions, radii, marks);
+        each_chunk_of(flags, SLOTS_PER_REDUCTION, |c, flags| {
+            mark_touched(
+                isa,
+                ng,
+                c * SLOTS_PER_REDUCTION,
+                flags,
+                positions,
+                radii,
+                marks,
+            );
         });
         self.neighbours.take_moves::<CLEARANCE>(
             &self.positions,
@@ -138,20 +152,26 @@ impl Crowd {
         };
         let isa = self.isa();
         let work = |(k, ((positions, flags), clearances)): PassPiece| {
-            let first = k * PIECE;
+            let first = k * SLOTS_PER_PIECE;
             run_pass::<CLEARANCE>(isa, &pass, first, positions, flags, clearances);
         };
-        each_piece!(PIECE, work, self.positions, self.flags, clearances);
+        each_piece!(
+            SLOTS_PER_PIECE,
+            work,
+            self.positions,
+            self.flags,
+            clearances
+        );
     }
 
     /// Most agents that the pushed list and the marked list hold.
-    fn few(&self) -> usize {
+    fn most_listed(&self) -> usize {
         (self.positions.len() / 64).max(64)
     }
 
-    /// Room in the pushed and marked lists for [`Self::few`] agents, and no more.
+    /// Room in the pushed and marked lists for [`Self::most_listed`] agents, and no more.
     pub(crate) fn make_room_for_few(&mut self) {
-        let few = self.few();
+        let few = self.most_listed();
         for list in [&mut self.pushed, &mut self.marked] {
             if list.capacity() < few {
                 list.reserve_exact(few - list.len());
@@ -164,7 +184,7 @@ impl Crowd {
     /// flagged (the next pass goes over everyone, or over those `marked_pass` marks). After a
     /// sparse pass only the marked agents can be flagged.
     pub(crate) fn list_pushed(&mut self, sparse: bool) -> bool {
-        let few = self.few();
+        let few = self.most_listed();
         self.pushed.clear();
         if sparse {
             for &i in &self.marked {
@@ -224,7 +244,7 @@ impl Crowd {
     /// touched one where it stood or touches it where it stands. False, with nothing marked,
     /// if they are too many to list.
     fn mark_near_pushed<const CLEARANCE: bool>(&mut self, clearances: &mut [u32]) -> bool {
-        let few = self.few();
+        let few = self.most_listed();
         self.marked.clear();
         let (ng, radii, positions) = (&self.neighbours, &self.radii, &self.positions);
         let (flags, marked) = (&mut self.flags, &mut self.marked);
@@ -413,25 +433,29 @@ pub(crate) fn pass_rows<const CLEARANCE: bool>(
     }
     // Eight at a time: first which of them search, then those; the last few one at a time.
     let n = positions.len();
-    let whole = n - n % BLOCK;
+    let whole = n - n % AGENTS_PER_BLOCK;
     let (less, widest, slack) = (ng.moved, ng.widest, ng.slack);
     let own_radii = &radii[first..first + n];
     let blocks = positions[..whole]
-        .chunks_exact_mut(BLOCK)
-        .zip(flags[..whole].chunks_exact_mut(BLOCK))
-        .zip(clearances[..whole].chunks_exact_mut(BLOCK))
-        .zip(own_radii.chunks_exact(BLOCK));
+        .chunks_exact_mut(AGENTS_PER_BLOCK)
+        .zip(flags[..whole].chunks_exact_mut(AGENTS_PER_BLOCK))
+        .zip(clearances[..whole].chunks_exact_mut(AGENTS_PER_BLOCK))
+        .zip(own_radii.chunks_exact(AGENTS_PER_BLOCK));
     for (b, (((positions, flags), clearances), radii)) in blocks.enumerate() {
-        let (flags, clear, radii): (&mut [u8; BLOCK], &[u32; BLOCK], &[f32; BLOCK]) = (
+        let (flags, clear, radii): (
+            &mut [u8; AGENTS_PER_BLOCK],
+            &[u32; AGENTS_PER_BLOCK],
+            &[f32; AGENTS_PER_BLOCK],
+        ) = (
             flags.try_into().expect("8"),
             (&*clearances).try_into().expect("8"),
             radii.try_into().expect("8"),
         );
         // (Left set if the last pass pushed too many to list.)
-        let word = u64::from_ne_bytes(*flags) & !u64::from_ne_bytes([PUSHED; BLOCK]);
+        let word = u64::from_ne_bytes(*flags) & !u64::from_ne_bytes([PUSHED; AGENTS_PER_BLOCK]);
         *flags = word.to_ne_bytes();
         let alive = flag_lanes(word, ALIVE);
-        let block = first + b * BLOCK;
+        let block = first + b * AGENTS_PER_BLOCK;
         let mut search = if CLEARANCE {
             // Most of a spread-out crowd cannot touch anyone.
             alive & !baseline::far_mask(clear, radii, less, widest, slack)
@@ -472,7 +496,7 @@ pub(crate) fn pass_rows<const CLEARANCE: bool>(
 /// Bit `l` of the flag `flag` (a single bit) of byte `l` of `word` (eight agents' flags).
 #[inline(always)]
 fn flag_lanes(word: u64, flag: u8) -> u32 {
-    let bits = (word & u64::from_ne_bytes([flag; BLOCK])) >> flag.trailing_zeros();
+    let bits = (word & u64::from_ne_bytes([flag; AGENTS_PER_BLOCK])) >> flag.trailing_zeros();
     (bits.wrapping_mul(0x0102_0408_1020_4080) >> 56) as u32
 }
 
@@ -544,12 +568,12 @@ pub(crate) fn mark_rows(
     radii: &[f32],
     marks: &MarkBits,
 ) {
-    for (w, word) in flags.chunks(BLOCK).enumerate() {
-        let mut bytes = [0u8; BLOCK];
+    for (w, word) in flags.chunks(AGENTS_PER_BLOCK).enumerate() {
+        let mut bytes = [0u8; AGENTS_PER_BLOCK];
         bytes[..word.len()].copy_from_slice(word);
         let mut pushed = flag_lanes(u64::from_ne_bytes(bytes), PUSHED);
         while pushed != 0 {
-            let m = first + w * BLOCK + pushed.trailing_zeros() as usize;
+            let m = first + w * AGENTS_PER_BLOCK + pushed.trailing_zeros() as usize;
             pushed &= pushed - 1;
             ng.for_each_touched(level, m, positions[m], radii[m], |j| marks.set(j));
         }

@@ -39,24 +39,26 @@ impl Crowd {
         let reach_level = ((self.config.separation_radius + ng.slack) * inv_unit) as u8 + 1;
         let n = self.flags.len();
         self.scratch.partial_counts.clear();
-        self.scratch.partial_counts.resize(n.div_ceil(CHUNK), 0);
+        self.scratch
+            .partial_counts
+            .resize(n.div_ceil(SLOTS_PER_REDUCTION), 0);
         let isa = self.isa();
         let work = |(c, (flags, count)): (usize, (&mut [u8], &mut u32))| {
-            let clear = &clearances[c * CHUNK..c * CHUNK + flags.len()];
+            let clear = &clearances[c * SLOTS_PER_REDUCTION..c * SLOTS_PER_REDUCTION + flags.len()];
             *count = levels(isa, flags, clear, less, inv_unit, reach_level);
         };
         #[cfg(feature = "parallel")]
         {
             use rayon::prelude::*;
             self.flags
-                .par_chunks_mut(CHUNK)
+                .par_chunks_mut(SLOTS_PER_REDUCTION)
                 .zip(self.scratch.partial_counts.par_iter_mut())
                 .enumerate()
                 .for_each(work);
         }
         #[cfg(not(feature = "parallel"))]
         self.flags
-            .chunks_mut(CHUNK)
+            .chunks_mut(SLOTS_PER_REDUCTION)
             .zip(self.scratch.partial_counts.iter_mut())
             .enumerate()
             .for_each(work);

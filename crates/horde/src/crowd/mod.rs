@@ -322,7 +322,7 @@ pub struct Crowd {
     /// While `sorted`: the grid's snapshot holds every position as it is.
     snapshot_current: bool,
     /// The agents that the last collision pass pushed, and those the next pass searches (see
-    /// `collision_pass`); each at most [`Crowd::few`] long.
+    /// `collision_pass`); each at most [`Crowd::most_listed`] long.
     pushed: Vec<u32>,
     marked: Vec<u32>,
     /// One bit per slot: the agents a collision pass after one that pushed too many to list
@@ -333,7 +333,7 @@ pub struct Crowd {
     test: TestHooks,
 }
 
-/// Scratch of the step's parallel reductions, one entry per piece of [`CHUNK`] agents (or per
+/// Scratch of the step's parallel reductions, one entry per piece of [`SLOTS_PER_REDUCTION`] agents (or per
 /// piece and group), reused from step to step: a few bytes per 8192 agents.
 #[derive(Debug, Clone, Default)]
 struct StepScratch {
@@ -382,7 +382,7 @@ struct AgentRecord {
 
 pub(crate) const ALIVE: u8 = 1;
 /// Neighbour candidates measured together by [`NeighbourGrid::for_each_near`].
-pub(crate) const LANES: usize = 8;
+pub(crate) const ENTRIES_AT_ONCE: usize = 8;
 pub(crate) const STUCK: u8 = 2;
 /// During a step's collision passes (when the clearance bits of the flags are free): pushed by
 /// the last pass, and marked for the next one.

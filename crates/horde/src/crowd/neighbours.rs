@@ -1,11 +1,11 @@
 //! The neighbour grid, as DetourCrowd's proximity grid: the living agents filed into cells by a
 //! counting sort, a snapshot of their positions in cell order, and the searches that read it,
-//! [`LANES`] candidates at a time without branches. It also keeps what is known of how far
+//! [`ENTRIES_AT_ONCE`] candidates at a time without branches. It also keeps what is known of how far
 //! everyone moved since (the drift, and each agent's clearance as a lower bound), so that
 //! searches and collision passes skip agents that cannot have anyone in reach.
 
 use super::*;
-use crate::simd::baseline::{Least, cells_of, near_mask, side_room};
+use crate::simd::baseline::{NearestSquared, cells_of, near_mask, side_room};
 use crate::simd::{Level, Plain};
 
 /// Uniform grid of the agents' positions, rebuilt every step by a counting sort, with a
@@ -42,7 +42,7 @@ pub(crate) struct NeighbourGrid {
     /// Slot of each sorted entry.
     pub(crate) slots: Vec<u32>,
     /// Position of each sorted entry, x and y apart (so that [`Self::for_each_near`] measures
-    /// eight at once), padded by [`LANES`] entries out of everyone's reach.
+    /// eight at once), padded by [`ENTRIES_AT_ONCE`] entries out of everyone's reach.
     pub(crate) xs: Vec<f32>,
     pub(crate) ys: Vec<f32>,
     /// Scratch of the parallel reduction that finds the box.
@@ -61,7 +61,7 @@ impl NeighbourGrid {
     /// `within`, in entry order, and return a lower bound on the distance from `p` to every
     /// entry but `me` (its clearance). The cells searched are those that overlap the square of
     /// half side `within + drift` round `p`, since an entry is filed under the cell of where it
-    /// stood when the grid was built. Entries are measured [`LANES`] at a time without
+    /// stood when the grid was built. Entries are measured [`ENTRIES_AT_ONCE`] at a time without
     /// branches, so only the few in range reach branchy code (with a `V3`, not even that: they
     /// are gathered into a list, then visited); the snapshot is padded for the last chunk.
     ///
@@ -93,7 +93,7 @@ impl NeighbourGrid {
         // A hundredth of a cell more, for rounding in the positions and the drift.
         let reach = Vec2::splat(within + self.drift + 0.01 * self.cell);
         let [x0, y0, x1, y1] = self.cells_of(p - reach, p + reach);
-        let mut nearest2 = Least::none();
+        let mut nearest2 = NearestSquared::none();
         let mut any = 0;
         // (The v3 code gathers the entries in reach here and visits them after the blocks.)
         let mut found = [0u32; FOUND];
@@ -103,10 +103,11 @@ impl NeighbourGrid {
             let mut e = self.starts[row + x0 as usize] as usize;
             let end = self.starts[row + x1 as usize + 1] as usize;
             while e < end {
-                let xs: &[f32; LANES] = self.xs[e..e + LANES]
+                let xs: &[f32; ENTRIES_AT_ONCE] = self.xs[e..e + ENTRIES_AT_ONCE]
                     .try_into()
-                    .expect("the snapshot is padded by LANES entries");
-                let ys: &[f32; LANES] = self.ys[e..e + LANES].try_into().expect("padded");
+                    .expect("the snapshot is padded by ENTRIES_AT_ONCE entries");
+                let ys: &[f32; ENTRIES_AT_ONCE] =
+                    self.ys[e..e + ENTRIES_AT_ONCE].try_into().expect("padded");
                 // Lanes past `end` are entries of other cells or padding: true distances to
                 // someone, or infinite, so they may lower the clearance but never wrongly.
                 let own = me.wrapping_sub(e);
@@ -118,7 +119,7 @@ impl NeighbourGrid {
                 #[cfg(not(target_arch = "x86_64"))]
                 let mask = near_mask(p, xs, ys, within2, own, &mut nearest2);
                 // Without a branch: whether a block is the last of its run is a coin toss.
-                let mut mask = mask & ((1 << (end - e).min(LANES)) - 1);
+                let mut mask = mask & ((1 << (end - e).min(ENTRIES_AT_ONCE)) - 1);
                 any |= mask;
                 #[cfg(target_arch = "x86_64")]
                 if let Some(v3) = level.v3() {
@@ -128,14 +129,14 @@ impl NeighbourGrid {
                     // emptied as soon as it has less.
                     v3.append_lanes(&mut found, count, e, mask);
                     count += mask.count_ones() as usize;
-                    if count > FOUND - LANES {
+                    if count > FOUND - ENTRIES_AT_ONCE {
                         for &j in &found[..count] {
                             let diff = p - self.point(j as usize);
                             visit(j as usize, diff, diff.length_squared());
                         }
                         count = 0;
                     }
-                    e += LANES;
+                    e += ENTRIES_AT_ONCE;
                     continue;
                 }
                 while mask != 0 {
@@ -144,7 +145,7 @@ impl NeighbourGrid {
                     let diff = p - self.point(j);
                     visit(j, diff, diff.length_squared());
                 }
-                e += LANES;
+                e += ENTRIES_AT_ONCE;
             }
         }
         for &j in &found[..count] {
@@ -293,14 +294,14 @@ impl NeighbourGrid {
         );
         let work = |(c, ((xs, ys), snapshot_states)): Snapshot| {
             let entries = xs.iter_mut().zip(ys).zip(snapshot_states);
-            for (((x, y), state), &slot) in entries.zip(&slots[c * CHUNK..]) {
+            for (((x, y), state), &slot) in entries.zip(&slots[c * SLOTS_PER_REDUCTION..]) {
                 let slot = slot as usize;
                 (*x, *y, *state) = (positions[slot].x, positions[slot].y, states[slot]);
             }
         };
-        each_piece!(CHUNK, work, self.xs, self.ys, self.states);
-        self.xs.extend_from_slice(&[f32::INFINITY; LANES]);
-        self.ys.extend_from_slice(&[f32::INFINITY; LANES]);
+        each_piece!(SLOTS_PER_REDUCTION, work, self.xs, self.ys, self.states);
+        self.xs.extend_from_slice(&[f32::INFINITY; ENTRIES_AT_ONCE]);
+        self.ys.extend_from_slice(&[f32::INFINITY; ENTRIES_AT_ONCE]);
     }
 
     /// The share of the `alive` agents that would have no one within `reach` if they stood at
@@ -333,7 +334,7 @@ impl NeighbourGrid {
             // of its cell an entry stands grows with how far out its coordinates lie, so only
             // each cell's extremes are measured against its box (the same bits as measuring
             // every entry).
-            let first = c * CHUNK;
+            let first = c * SLOTS_PER_REDUCTION;
             let mut cell = filed_cell(starts, first);
             let mut next = starts[cell + 1] as usize;
             let (mut lo, mut hi) = (Vec2::INFINITY, Vec2::NEG_INFINITY);
@@ -371,12 +372,12 @@ impl NeighbourGrid {
         self.add_moves::<CLEARANCE>(along, most, None);
     }
 
-    /// Count moves into `moved`: `calm` if given, else the largest move (without clearances,
+    /// Count moves into `moved`: `walk_bound` if given, else the largest move (without clearances,
     /// the bound that the largest move along an axis gives).
-    fn add_moves<const CLEARANCE: bool>(&mut self, along: f32, most: f32, calm: Option<f32>) {
+    fn add_moves<const CLEARANCE: bool>(&mut self, along: f32, most: f32, walk_bound: Option<f32>) {
         // Without clearances nobody reads `moved`; it stays a bound all the same.
-        self.moved += match calm {
-            Some(calm) => calm,
+        self.moved += match walk_bound {
+            Some(walk_bound) => walk_bound,
             None if CLEARANCE => most,
             None => along * std::f32::consts::SQRT_2 * (1.0 + 1e-6),
         };
@@ -396,9 +397,9 @@ impl NeighbourGrid {
         partials: &mut Vec<(f32, f32, f32)>,
     ) {
         match since {
-            Some(calm) if CLEARANCE => {
-                if calm > 0.0 {
-                    self.refresh_walked(positions, calm, listed, clearances);
+            Some(walk_bound) if CLEARANCE => {
+                if walk_bound > 0.0 {
+                    self.refresh_walked(positions, walk_bound, listed, clearances);
                 } else {
                     self.refresh_some::<true>(positions, clearances, listed, Some(0.0));
                 }
@@ -437,7 +438,7 @@ impl NeighbourGrid {
         let work = |(c, (((xs, ys), _), part)): RefreshPiece| {
             let (mut along, mut unused) = (0.0f32, 0.0f32);
             let points = xs.iter_mut().zip(ys.iter_mut());
-            for (&p, (x, y)) in positions[c * CHUNK..].iter().zip(points) {
+            for (&p, (x, y)) in positions[c * SLOTS_PER_REDUCTION..].iter().zip(points) {
                 take_move::<false>(p, x, y, &mut 0, &mut along, &mut unused);
             }
             part.0 = along;
@@ -459,21 +460,21 @@ impl NeighbourGrid {
     }
 
     /// [`Self::refresh_points`] with clearances when everyone but the agents in `listed` moved
-    /// at most `calm` (a step's walk): the same snapshot, clearances and `moved`, and a drift
-    /// that is the old one plus `calm` (measured only for the listed), so no cell is walked and
+    /// at most `walk_bound` (a step's walk): the same snapshot, clearances and `moved`, and a drift
+    /// that is the old one plus `walk_bound` (measured only for the listed), so no cell is walked and
     /// the loop over everyone vectorises. The drift is then a bound rather than the measure:
     /// since someone stands at a cell's edge and walks out of it, they are nearly the same.
     fn refresh_walked(
         &mut self,
         positions: &[Vec2],
-        calm: f32,
+        walk_bound: f32,
         listed: &[u32],
         clearances: &mut [u32],
     ) {
         let n = positions.len();
         type Piece<'p> = (usize, ((&'p mut [f32], &'p mut [f32]), &'p mut [u32]));
         let work = |(c, ((xs, ys), clear)): Piece| {
-            let first = c * CHUNK;
+            let first = c * SLOTS_PER_REDUCTION;
             let points = xs.iter_mut().zip(ys.iter_mut()).zip(clear.iter_mut());
             for (&p, ((x, y), clear)) in positions[first..].iter().zip(points) {
                 let own = move_bound(p - Vec2::new(*x, *y));
@@ -482,15 +483,15 @@ impl NeighbourGrid {
             }
         };
         let (xs, ys) = (&mut self.xs[..n], &mut self.ys[..n]);
-        each_piece!(CHUNK, work, xs, ys, clearances[..n]);
-        // Along either axis no one but the listed went further than `calm`.
+        each_piece!(SLOTS_PER_REDUCTION, work, xs, ys, clearances[..n]);
+        // Along either axis no one but the listed went further than `walk_bound`.
         let mut out = 0.0f32;
         for &k in listed {
             let k = k as usize;
             out = larger(out, self.outside_filed_cell(k, positions[k]));
         }
-        self.drift = larger(self.drift + calm, out * self.cell);
-        self.add_moves::<true>(0.0, 0.0, Some(calm));
+        self.drift = larger(self.drift + walk_bound, out * self.cell);
+        self.add_moves::<true>(0.0, 0.0, Some(walk_bound));
         #[cfg(test)]
         self.assert_drift_holds(positions);
     }
@@ -503,7 +504,7 @@ impl NeighbourGrid {
         positions: &[Vec2],
         clearances: &mut [u32],
         moved: &[u32],
-        calm: Option<f32>,
+        walk_bound: Option<f32>,
     ) {
         let (mut along, mut most, mut out) = (0.0f32, 0.0f32, 0.0f32);
         for &k in moved {
@@ -521,7 +522,7 @@ impl NeighbourGrid {
         }
         // Everyone else stands where the last measure found them.
         self.drift = larger(self.drift, out * self.cell);
-        self.add_moves::<CLEARANCE>(along, most, calm);
+        self.add_moves::<CLEARANCE>(along, most, walk_bound);
     }
 
     /// The promise of `drift`: no entry stands further out of the cell it was filed in.
@@ -568,7 +569,7 @@ impl NeighbourGrid {
     }
 }
 
-/// One piece of [`CHUNK`] entries of a snapshot refresh: its positions, clearances and partial
+/// One piece of [`SLOTS_PER_REDUCTION`] entries of a snapshot refresh: its positions, clearances and partial
 /// result (largest move along an axis, largest move, drift).
 type RefreshPiece<'p> = (
     usize,
@@ -588,21 +589,21 @@ fn refresh_pieces(
     work: impl Fn(RefreshPiece) + Sync + Send,
 ) {
     partials.clear();
-    partials.resize(xs.len().div_ceil(CHUNK), (0.0, 0.0, 0.0));
+    partials.resize(xs.len().div_ceil(SLOTS_PER_REDUCTION), (0.0, 0.0, 0.0));
     #[cfg(feature = "parallel")]
     {
         use rayon::prelude::*;
-        xs.par_chunks_mut(CHUNK)
-            .zip(ys.par_chunks_mut(CHUNK))
-            .zip(clearances.par_chunks_mut(CHUNK))
+        xs.par_chunks_mut(SLOTS_PER_REDUCTION)
+            .zip(ys.par_chunks_mut(SLOTS_PER_REDUCTION))
+            .zip(clearances.par_chunks_mut(SLOTS_PER_REDUCTION))
             .zip(partials.par_iter_mut())
             .enumerate()
             .for_each(work);
     }
     #[cfg(not(feature = "parallel"))]
-    xs.chunks_mut(CHUNK)
-        .zip(ys.chunks_mut(CHUNK))
-        .zip(clearances.chunks_mut(CHUNK))
+    xs.chunks_mut(SLOTS_PER_REDUCTION)
+        .zip(ys.chunks_mut(SLOTS_PER_REDUCTION))
+        .zip(clearances.chunks_mut(SLOTS_PER_REDUCTION))
         .zip(partials.iter_mut())
         .enumerate()
         .for_each(work);
@@ -754,7 +755,7 @@ fn join(a: impl FnOnce() + Send, b: impl FnOnce() + Send) {
 
 /// Most entries [`NeighbourGrid::near8`] lists: those of the cells round eight agents'
 /// searched cells, when they are few enough to pay (see [`NeighbourGrid::union8`]).
-pub(crate) const NEAR8: usize = 12 * LANES + 16;
+pub(crate) const NEAR8: usize = 12 * ENTRIES_AT_ONCE + 16;
 
 /// Room for the entries a search gathers before it visits them (see `append_lanes`).
 pub(crate) const FOUND: usize = 16;
@@ -833,7 +834,7 @@ mod tests {
 
     #[test]
     fn clearances_stay_bounds_when_few_agents_move_far() {
-        // Everyone walks at most `calm`, a few listed agents go further (or only they move):
+        // Everyone walks at most `walk_bound`, a few listed agents go further (or only they move):
         // the listed moves stay out of `moved` and lower the clearances near them instead.
         let mut next = uniform(0x7ea_5eed_u64);
         let mut useful = 0;
@@ -846,15 +847,25 @@ mod tests {
                 .map(|k| smaller(nearest_distance(&sorted, k), ng.cap).to_bits())
                 .collect();
             let mut partials = Vec::new();
-            for calm in [0.2, 0.0, 0.3, 0.0] {
+            for walk_bound in [0.2, 0.0, 0.3, 0.0] {
                 let listed: Vec<u32> = (0..n as u32).filter(|_| next() < 0.05).collect();
                 for (k, p) in sorted.iter_mut().enumerate() {
                     let far = listed.contains(&(k as u32));
-                    let length = if far { next() * 1.5 } else { next() * calm };
+                    let length = if far {
+                        next() * 1.5
+                    } else {
+                        next() * walk_bound
+                    };
                     let angle = next() * std::f32::consts::TAU;
                     *p += Vec2::new(angle.cos(), angle.sin()) * length;
                 }
-                ng.take_moves::<true>(&sorted, Some(calm), &listed, &mut clearances, &mut partials);
+                ng.take_moves::<true>(
+                    &sorted,
+                    Some(walk_bound),
+                    &listed,
+                    &mut clearances,
+                    &mut partials,
+                );
                 for (k, clearance) in clearances.iter().enumerate() {
                     let bound = f32::from_bits(*clearance) - ng.moved;
                     let nearest = nearest_distance(&sorted, k);
@@ -920,9 +931,9 @@ mod tests {
 
     #[test]
     fn a_walk_refresh_takes_the_moves_as_the_measuring_refresh_does() {
-        // After a walk (everyone but a listed few moved at most `calm`), `refresh_walked` must
+        // After a walk (everyone but a listed few moved at most `walk_bound`), `refresh_walked` must
         // leave the snapshot and the clearances bit for bit as `refresh_points` leaves them, add
-        // `calm` to `moved`, and keep a drift no smaller than the measured one (it asserts that
+        // `walk_bound` to `moved`, and keep a drift no smaller than the measured one (it asserts that
         // bound against every entry itself).
         let mut next = uniform(0x7a1c_0ffe_u64);
         for round in 0..6 {
@@ -932,7 +943,7 @@ mod tests {
             let mut walked_clear: Vec<u32> = (0..n).map(|_| (next() * 4.0).to_bits()).collect();
             let mut measured_clear = walked_clear.clone();
             let mut partials = Vec::new();
-            let calm = 0.2;
+            let walk_bound = 0.2;
             for refresh in 0..5 {
                 let mut listed = Vec::new();
                 for (k, p) in points.iter_mut().enumerate() {
@@ -941,11 +952,11 @@ mod tests {
                         listed.push(k as u32);
                     } else {
                         let d = (Vec2::new(next(), next()) - 0.5).normalize_or_zero();
-                        *p += d * (0.99 * calm * next());
+                        *p += d * (0.99 * walk_bound * next());
                     }
                 }
                 let before = walked.moved;
-                walked.refresh_walked(&points, calm, &listed, &mut walked_clear);
+                walked.refresh_walked(&points, walk_bound, &listed, &mut walked_clear);
                 measured.refresh_points::<true>(&points, &mut measured_clear, &mut partials);
                 assert_eq!(walked.xs, measured.xs, "round {round}, refresh {refresh}");
                 assert_eq!(walked.ys, measured.ys, "round {round}, refresh {refresh}");
@@ -953,7 +964,7 @@ mod tests {
                     walked_clear, measured_clear,
                     "round {round}, refresh {refresh}"
                 );
-                assert_eq!(walked.moved, before + calm);
+                assert_eq!(walked.moved, before + walk_bound);
                 assert!(
                     walked.drift >= measured.drift,
                     "round {round}, refresh {refresh}"

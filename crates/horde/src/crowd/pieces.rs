@@ -6,7 +6,7 @@ use glam::Vec2;
 
 /// `work(k, (first, rest...))` for every piece `k` of `$size` slots of the arrays, each as
 /// mutable slices (in parallel with `parallel`): for loops over slices, such as those compiled
-/// twice, for the baseline CPU and for x86-64-v3 (see [`steer::update`]), or those that
+/// twice, for the baseline CPU and for x86-64-v3 (see [`crate::crowd::steer::update`]), or those that
 /// vectorise.
 macro_rules! each_piece {
     ($size:expr, $work:expr, $first:expr $(, $rest:expr)*) => {{
@@ -27,9 +27,9 @@ macro_rules! each_piece {
 }
 
 /// Agents per piece of a [`fold_chunks`] or [`each_chunk`] reduction.
-pub(crate) const CHUNK: usize = 8192;
+pub(crate) const SLOTS_PER_REDUCTION: usize = 8192;
 
-/// Fold `0..n` in pieces of [`CHUNK`] (in parallel with `parallel`), then combine the pieces'
+/// Fold `0..n` in pieces of [`SLOTS_PER_REDUCTION`] (in parallel with `parallel`), then combine the pieces'
 /// results in order: the same bits whatever the number of threads, even for float sums.
 pub(crate) fn fold_chunks<T: Copy + Send + Sync>(
     n: usize,
@@ -39,9 +39,9 @@ pub(crate) fn fold_chunks<T: Copy + Send + Sync>(
     combine: impl Fn(T, T) -> T,
 ) -> T {
     partials.clear();
-    partials.resize(n.div_ceil(CHUNK), identity);
+    partials.resize(n.div_ceil(SLOTS_PER_REDUCTION), identity);
     each_chunk(partials, 1, |c, out| {
-        out[0] = part(c * CHUNK..((c + 1) * CHUNK).min(n))
+        out[0] = part(c * SLOTS_PER_REDUCTION..((c + 1) * SLOTS_PER_REDUCTION).min(n))
     });
     partials.iter().copied().fold(identity, combine)
 }
@@ -85,8 +85,8 @@ pub(crate) fn each_chunk_of<T: Sync>(items: &[T], width: usize, work: impl Fn(us
 /// `out[k] = value(k)` for every `k` (in parallel with `parallel`). Piece by piece, each a
 /// plain loop: rayon's per-item iterators cost twice as much per entry here.
 pub(crate) fn fill<T: Send>(out: &mut [T], value: impl Fn(usize) -> T + Sync) {
-    each_chunk(out, CHUNK, |c, piece| {
-        for (k, o) in (c * CHUNK..).zip(piece) {
+    each_chunk(out, SLOTS_PER_REDUCTION, |c, piece| {
+        for (k, o) in (c * SLOTS_PER_REDUCTION..).zip(piece) {
             *o = value(k);
         }
     });
@@ -110,9 +110,9 @@ pub(crate) fn unpack<A, B>(
     a.resize(packed.len(), A::default());
     b.resize(packed.len(), B::default());
     let work = |(c, (a, b)): (usize, (&mut [A], &mut [B]))| {
-        for ((a, b), &v) in a.iter_mut().zip(b).zip(&packed[c * CHUNK..]) {
+        for ((a, b), &v) in a.iter_mut().zip(b).zip(&packed[c * SLOTS_PER_REDUCTION..]) {
             (*a, *b) = split(v);
         }
     };
-    each_piece!(CHUNK, work, a, b);
+    each_piece!(SLOTS_PER_REDUCTION, work, a, b);
 }

@@ -50,12 +50,12 @@ impl Crowd {
         type Tags<'t> = (usize, ((&'t mut [u32], &'t mut [u16]), &'t mut [u8]));
         let work = |(c, ((ids, groups), flags)): Tags| {
             let entries = ids.iter_mut().zip(groups).zip(flags);
-            for (((id, group), flags), tag) in entries.zip(&tags[c * CHUNK..]) {
+            for (((id, group), flags), tag) in entries.zip(&tags[c * SLOTS_PER_REDUCTION..]) {
                 let bits = tag.y.to_bits();
                 (*id, *group, *flags) = (tag.x.to_bits(), bits as u16, (bits >> 16) as u8);
             }
         };
-        each_piece!(CHUNK, work, self.ids, self.groups, self.flags);
+        each_piece!(SLOTS_PER_REDUCTION, work, self.ids, self.groups, self.flags);
         self.states.clear();
         self.states.extend_from_slice(&self.neighbours.states);
         // Each id's new slot is the new slot of its old one. Where each old slot went is parked
@@ -74,7 +74,7 @@ impl Crowd {
             }
         });
         let went = &scratch;
-        each_chunk(&mut self.id_slots, CHUNK, |_, piece| {
+        each_chunk(&mut self.id_slots, SLOTS_PER_REDUCTION, |_, piece| {
             for slot in piece {
                 if *slot != u32::MAX {
                     *slot = went[*slot as usize].x.to_bits();

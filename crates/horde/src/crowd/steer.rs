@@ -6,7 +6,7 @@
 
 use super::*;
 #[cfg(target_arch = "x86_64")]
-use crate::simd::x86_64::steer8::Walks;
+use crate::simd::x86_64::steer8::StagedLanes;
 use crate::simd::{Level, Plain, V3};
 
 /// The unit vector from neighbour `j` to agent `i`; coincident agents split deterministically,
@@ -115,7 +115,7 @@ pub(crate) struct AgentRows<'r> {
 
 /// Slots per piece of the loops that [`update`] dispatches: small enough to balance two threads
 /// on 10,000 agents, large enough that the dispatch is free.
-pub(crate) const PIECE: usize = 1024;
+pub(crate) const SLOTS_PER_PIECE: usize = 1024;
 
 /// The update of every living agent among `rows`, in the compilation this CPU runs: the
 /// baseline x86-64 (SSE2) one, or with a `V3` the one for x86-64-v3 (AVX2, BMI1/2, LZCNT:
@@ -134,10 +134,10 @@ pub(crate) fn update(v3: Option<V3>, ctx: &StepContext, rows: AgentRows) {
 
 /// Slots that the x86-64-v3 update takes together: their flow samples, then the first halves
 /// of their steps (but for the neighbour searches), then the second halves, eight at once.
-pub(crate) const BLOCK: usize = 8;
+pub(crate) const AGENTS_PER_BLOCK: usize = 8;
 
 /// The update of the living agents among `rows`: one at a time, or with a `V3` (compiled for
-/// x86-64-v3 by `V3::update_rows`) a block of [`BLOCK`] at a time, their flow samples, the first halves of
+/// x86-64-v3 by `V3::update_rows`) a block of [`AGENTS_PER_BLOCK`] at a time, their flow samples, the first halves of
 /// their steps but for the searches, and the second halves taken eight at once
 /// ([`StepContext::sample8`], [`StepContext::start8`], [`StepContext::finish8`]). The bits are
 /// the same.
@@ -171,26 +171,26 @@ pub(crate) fn update_rows(level: impl Level, ctx: &StepContext, rows: AgentRows)
     }
     let blocks = rows
         .positions
-        .chunks_mut(BLOCK)
-        .zip(rows.velocities.chunks_mut(BLOCK))
-        .zip(rows.states.chunks_mut(BLOCK))
-        .zip(rows.anchors.chunks_mut(BLOCK))
-        .zip(rows.timers.chunks_mut(BLOCK))
-        .zip(rows.flags.chunks_mut(BLOCK))
-        .zip(rows.clearances.chunks_mut(BLOCK));
+        .chunks_mut(AGENTS_PER_BLOCK)
+        .zip(rows.velocities.chunks_mut(AGENTS_PER_BLOCK))
+        .zip(rows.states.chunks_mut(AGENTS_PER_BLOCK))
+        .zip(rows.anchors.chunks_mut(AGENTS_PER_BLOCK))
+        .zip(rows.timers.chunks_mut(AGENTS_PER_BLOCK))
+        .zip(rows.flags.chunks_mut(AGENTS_PER_BLOCK))
+        .zip(rows.clearances.chunks_mut(AGENTS_PER_BLOCK));
     let mut first = rows.first;
     #[cfg(target_arch = "x86_64")]
-    let mut walks = Walks::default();
+    let mut walks = StagedLanes::default();
     for ((((((positions, velocities), states), anchors), timers), flags), clearances) in blocks {
         #[cfg(target_arch = "x86_64")]
         if let Some(v3) = v3
             && let (Ok(positions), Ok(velocities), Ok(states), Ok(anchors), Ok(timers), Ok(flags)) = (
-                <&mut [Vec2; BLOCK]>::try_from(&mut *positions),
-                <&mut [Vec2; BLOCK]>::try_from(&mut *velocities),
-                <&mut [AgentState; BLOCK]>::try_from(&mut *states),
-                <&mut [f32; BLOCK]>::try_from(&mut *anchors),
-                <&mut [f32; BLOCK]>::try_from(&mut *timers),
-                <&mut [u8; BLOCK]>::try_from(&mut *flags),
+                <&mut [Vec2; AGENTS_PER_BLOCK]>::try_from(&mut *positions),
+                <&mut [Vec2; AGENTS_PER_BLOCK]>::try_from(&mut *velocities),
+                <&mut [AgentState; AGENTS_PER_BLOCK]>::try_from(&mut *states),
+                <&mut [f32; AGENTS_PER_BLOCK]>::try_from(&mut *anchors),
+                <&mut [f32; AGENTS_PER_BLOCK]>::try_from(&mut *timers),
+                <&mut [u8; AGENTS_PER_BLOCK]>::try_from(&mut *flags),
             )
         {
             walks.clear();
@@ -200,14 +200,15 @@ pub(crate) fn update_rows(level: impl Level, ctx: &StepContext, rows: AgentRows)
                 v3.start8(ctx, first, &eight, &mut walks, &mut rows, clearances);
             } else {
                 // The first halves one by one.
-                let alive = (0..BLOCK).fold(0, |m, l| m | ((rows.5[l] & ALIVE) as u32) << l);
+                let alive =
+                    (0..AGENTS_PER_BLOCK).fold(0, |m, l| m | ((rows.5[l] & ALIVE) as u32) << l);
                 v3.start_lanes(ctx, first, alive, &mut walks, &mut rows, clearances);
             }
             // Then those left staged eight at once.
             if walks.staged != 0 {
                 v3.finish8(ctx, first, &walks, rows);
             }
-            first += BLOCK;
+            first += AGENTS_PER_BLOCK;
             continue;
         }
         let entries = positions
@@ -226,7 +227,7 @@ pub(crate) fn update_rows(level: impl Level, ctx: &StepContext, rows: AgentRows)
                 ctx.start::<false>(Plain, i, entries, clear, sample);
             }
         }
-        first += BLOCK;
+        first += AGENTS_PER_BLOCK;
     }
 }
 
@@ -244,7 +245,7 @@ pub(crate) struct StepContext<'a> {
     pub(crate) clearance_unit: f32,
     pub(crate) track_clearances: bool,
     /// Agents that move further than this are flagged `PUSHED` (when clearances are tracked).
-    pub(crate) calm: f32,
+    pub(crate) walk_bound: f32,
 }
 
 impl StepContext<'_> {
@@ -288,7 +289,7 @@ impl StepContext<'_> {
     /// How far from the goal of group `group` its pile of arrived agents reaches (from the last
     /// step).
     #[inline(always)]
-    pub(crate) fn pile(&self, group: u16) -> f32 {
+    pub(crate) fn pile_radius(&self, group: u16) -> f32 {
         let cfg = self.config;
         self.piles
             .get(group as usize)
@@ -404,7 +405,7 @@ impl StepContext<'_> {
         // Measured on the snapshot the step starts from.
         let ng = self.neighbours;
         *clearance = (smaller(contact.clearance, ng.cap) + ng.moved).to_bits();
-        let pile = self.pile(self.group_of[i]);
+        let pile = self.pile_radius(self.group_of[i]);
         let (state, walk) = self.walk(state, desired, &contact, dist_goal, pile);
         if STAGE && contact.touching <= STAGED_NORMALS {
             // (Those past `touching` are zero, as `Contacts` starts.)
@@ -510,7 +511,7 @@ impl StepContext<'_> {
                 *flags |= STUCK;
             }
         }
-        if self.track_clearances && move_bound(pos - p) > self.calm {
+        if self.track_clearances && move_bound(pos - p) > self.walk_bound {
             *flags |= PUSHED;
         }
         *position = pos;

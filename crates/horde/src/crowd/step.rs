@@ -41,12 +41,12 @@ impl Crowd {
         let track = self.plan_step();
         // A little more than a walking step (a few agents go a little further, nudged off a
         // neighbour or a wall): see `since` in `collide`.
-        let calm = fastest * dt * 1.02;
+        let walk_bound = fastest * dt * 1.02;
         // The sort order is not needed again this step: its buffer holds each agent's clearance
         // (see `collision_pass`), so that costs no memory.
         let mut clearances = std::mem::take(&mut self.neighbours.slots);
-        self.update_agents(dt, cost, groups, calm, track, &mut clearances);
-        let since = self.collide(cost, &mut clearances, calm, track);
+        self.update_agents(dt, cost, groups, walk_bound, track, &mut clearances);
+        let since = self.collide(cost, &mut clearances, walk_bound, track);
         if track {
             self.keep_clearances(&mut clearances, since);
         }
@@ -175,7 +175,7 @@ impl Crowd {
         dt: f32,
         cost: &CostField,
         groups: &[Group],
-        calm: f32,
+        walk_bound: f32,
         track: bool,
         clearances: &mut [u32],
     ) {
@@ -192,14 +192,14 @@ impl Crowd {
             piles: &self.piles,
             clearance_unit: self.clearance_unit,
             track_clearances: track,
-            calm,
+            walk_bound,
         };
         // Each agent writes only its own entries; everything it reads of others is the snapshot
         // in the neighbour grid. So the step runs in place, in any order, on any thread count.
         let isa = self.isa();
         let work = |(k, ((((((pos, vel), state), anchor), timer), flags), clear)): AgentPiece| {
             let rows = AgentRows {
-                first: k * PIECE,
+                first: k * SLOTS_PER_PIECE,
                 positions: pos,
                 velocities: vel,
                 states: state,
@@ -211,7 +211,7 @@ impl Crowd {
             update(isa, &ctx, rows);
         };
         each_piece!(
-            PIECE,
+            SLOTS_PER_PIECE,
             work,
             self.positions,
             self.velocities,
@@ -229,20 +229,23 @@ impl Crowd {
         &mut self,
         cost: &CostField,
         clearances: &mut [u32],
-        calm: f32,
+        walk_bound: f32,
         track: bool,
     ) -> Option<f32> {
         // What is known of the moves since the snapshot was last refreshed: everyone but the
         // agents in `pushed` moved at most this far (see `NeighbourGrid::take_moves`). The
         // step flagged those that moved further than walking pace (knocked by an overlap).
-        let mut since = (track && self.list_pushed(false)).then_some(calm);
+        let mut since = (track && self.list_pushed(false)).then_some(walk_bound);
         #[cfg(test)]
-        if let Some(calm) = since {
+        if let Some(walk_bound) = since {
             // The promise that the collision passes' bookkeeping rests on.
             for k in 0..self.positions.len() {
                 let own = move_bound(self.positions[k] - self.neighbours.point(k));
                 let listed = self.pushed.contains(&(k as u32));
-                assert!(own <= calm || listed, "agent {k} went {own}, past {calm}");
+                assert!(
+                    own <= walk_bound || listed,
+                    "agent {k} went {own}, past {walk_bound}"
+                );
             }
         }
         for pass in 0..self.config.collision_passes {
@@ -290,7 +293,7 @@ impl Crowd {
         let g = groups.len().max(1);
         let (flags, states, radii, group_of) =
             (&self.flags, &self.states, &self.radii, &self.groups);
-        let pieces = n.div_ceil(CHUNK);
+        let pieces = n.div_ceil(SLOTS_PER_REDUCTION);
         self.scratch.pile_partials.clear();
         self.scratch.pile_partials.resize(pieces * g, (0.0, 0.0));
         self.scratch.partial_stats.clear();
@@ -299,7 +302,7 @@ impl Crowd {
             .resize(pieces, StepStats::default());
         type Piece<'p> = (usize, (&'p mut [(f32, f32)], &'p mut StepStats));
         let work = |(c, (parts, stats)): Piece| {
-            for i in c * CHUNK..((c + 1) * CHUNK).min(n) {
+            for i in c * SLOTS_PER_REDUCTION..((c + 1) * SLOTS_PER_REDUCTION).min(n) {
                 if flags[i] & ALIVE == 0 {
                     continue;
                 }

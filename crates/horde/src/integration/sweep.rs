@@ -43,10 +43,10 @@ pub(crate) const EMPTY: Span = Span {
 /// Columns per bit of a row's needs. A row's pass looks only at the chunks of columns where a
 /// neighbouring row changed, so that changes at both ends of a row do not make the pass sweep
 /// all the columns between them (on open maps, the late passes change a few cells per row).
-const CHUNK: usize = 16;
+const COLUMNS_PER_MARK: usize = 16;
 
 /// Per-build scratch of the sweeps: per row, the chunks of columns each direction's next pass
-/// must look at (a bit per `CHUNK` columns and direction: 1/64 byte per cell); a row of
+/// must look at (a bit per `COLUMNS_PER_MARK` columns and direction: 1/64 byte per cell); a row of
 /// candidates and a row of marks. Step prices come from the padded costs (1 byte per cell) as
 /// the rows are swept, so each pass streams 5 bytes per cell.
 #[derive(Debug, Default, Clone)]
@@ -162,7 +162,7 @@ impl IntegrationBuilder {
         sc.straight_table.clear();
         sc.straight_table
             .extend((0..=255u8).map(|t| price(t, model.straight())));
-        sc.words = pw.div_ceil(CHUNK).div_ceil(64);
+        sc.words = pw.div_ceil(COLUMNS_PER_MARK).div_ceil(64);
         let rows = h + 2;
         for dir in &mut sc.need {
             dir.clear();
@@ -551,7 +551,10 @@ fn take_run(need: &mut [u64], pw: usize) -> Option<(usize, usize)> {
             }
         }
         // A run of only the border column has no column to sweep.
-        let (lo, hi) = ((start * CHUNK).max(1), (end * CHUNK - 1).min(pw - 2));
+        let (lo, hi) = (
+            (start * COLUMNS_PER_MARK).max(1),
+            (end * COLUMNS_PER_MARK - 1).min(pw - 2),
+        );
         if lo <= hi {
             return Some((lo, hi));
         }
@@ -563,7 +566,7 @@ fn take_run(need: &mut [u64], pw: usize) -> Option<(usize, usize)> {
 /// are dropped when the marks are read.
 #[inline(always)]
 pub(crate) fn mark_cells(marks: &mut [u64], lo: usize, hi: usize) {
-    for c in (lo - 1) / CHUNK..=(hi + 1) / CHUNK {
+    for c in (lo - 1) / COLUMNS_PER_MARK..=(hi + 1) / COLUMNS_PER_MARK {
         marks[c / 64] |= 1 << (c % 64);
     }
 }
@@ -1061,7 +1064,7 @@ mod tests {
             let lo = if seed % 2 == 0 {
                 1 + seed as usize % (n - 2)
             } else {
-                (seed as usize * 7 % (n - 2) / CHUNK * CHUNK).max(1)
+                (seed as usize * 7 % (n - 2) / COLUMNS_PER_MARK * COLUMNS_PER_MARK).max(1)
             };
             let hi = (lo + seed as usize * 13 % (n - 1 - lo)).min(n - 2);
             let mut plain = row.clone();
@@ -1075,7 +1078,7 @@ mod tests {
             #[cfg(target_arch = "x86_64")]
             for (name, kernel) in vector_row_passes() {
                 let mut wide = row.clone();
-                let mut marks = vec![0u64; n.div_ceil(CHUNK).div_ceil(64)];
+                let mut marks = vec![0u64; n.div_ceil(COLUMNS_PER_MARK).div_ceil(64)];
                 let rows = (&mut wide[..], &prev[..], &terrain[..], &prev_terrain[..]);
                 let b = kernel(rows, prices, &table, &mut marks, lo, hi);
                 assert_eq!(
@@ -1085,7 +1088,7 @@ mod tests {
                 assert_eq!((a.lo, a.hi), (b.lo, b.hi), "{name}: seed {seed}");
                 // Every cell next to a changed one is in a marked chunk.
                 for x in (1..n - 1).filter(|&x| wide[x] != row[x]) {
-                    for c in [x - 1, x, x + 1].map(|x| x / CHUNK) {
+                    for c in [x - 1, x, x + 1].map(|x| x / COLUMNS_PER_MARK) {
                         let marked = marks[c / 64] & 1 << (c % 64) != 0;
                         assert!(marked, "{name}: seed {seed}, cell {x}");
                     }
@@ -1098,12 +1101,19 @@ mod tests {
     fn runs_of_marked_chunks_come_out_whole_and_in_order() {
         // 200 chunks of columns and one more for the border column (3199 + 2 padded columns);
         // runs within a word, across a word boundary, and one of only the border's chunk.
-        let pw = 200 * CHUNK + 1;
-        let mut need = vec![0u64; (pw.div_ceil(CHUNK)).div_ceil(64)];
+        let pw = 200 * COLUMNS_PER_MARK + 1;
+        let mut need = vec![0u64; (pw.div_ceil(COLUMNS_PER_MARK)).div_ceil(64)];
         let mut expected = Vec::new();
         for (a, b) in [(0, 0), (3, 5), (60, 70), (127, 128), (150, 150)] {
-            mark_cells(&mut need, a * CHUNK + 1, b * CHUNK + CHUNK - 2);
-            expected.push(((a * CHUNK).max(1), b * CHUNK + CHUNK - 1));
+            mark_cells(
+                &mut need,
+                a * COLUMNS_PER_MARK + 1,
+                b * COLUMNS_PER_MARK + COLUMNS_PER_MARK - 2,
+            );
+            expected.push((
+                (a * COLUMNS_PER_MARK).max(1),
+                b * COLUMNS_PER_MARK + COLUMNS_PER_MARK - 1,
+            ));
         }
         need[200 / 64] |= 1 << (200 % 64);
         let mut got = Vec::new();

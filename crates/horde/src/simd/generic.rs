@@ -8,7 +8,7 @@
 use glam::Vec2;
 
 /// Lanes of a block of neighbour-grid entries.
-const LANES: usize = 8;
+const ENTRIES_AT_ONCE: usize = 8;
 
 /// The smaller of two numbers that are not NaN.
 #[inline(always)]
@@ -55,15 +55,15 @@ pub(crate) fn side_room(g: Vec2, [x0, y0, x1, y1]: [u32; 4], cols: u32, rows: u3
 
 /// The least of some squared distances, gathered by [`near_mask`].
 #[derive(Clone, Copy)]
-pub(crate) struct Least {
+pub(crate) struct NearestSquared {
     value: f32,
 }
 
-impl Least {
+impl NearestSquared {
     /// None yet (infinite).
     #[inline(always)]
-    pub(crate) fn none() -> Least {
-        Least {
+    pub(crate) fn none() -> NearestSquared {
+        NearestSquared {
             value: f32::INFINITY,
         }
     }
@@ -76,19 +76,19 @@ impl Least {
 }
 
 /// Bit `l` set where `(xs[l], ys[l])` lies closer to `p` than `sqrt(within2)`, except lane
-/// `own` (no lane when `own >= LANES`); the squared distances of the other lanes go into
+/// `own` (no lane when `own >= ENTRIES_AT_ONCE`); the squared distances of the other lanes go into
 /// `least`. One lane at a time, as [`Vec2::length_squared`] computes it.
 #[inline(always)]
 pub(crate) fn near_mask(
     p: Vec2,
-    xs: &[f32; LANES],
-    ys: &[f32; LANES],
+    xs: &[f32; ENTRIES_AT_ONCE],
+    ys: &[f32; ENTRIES_AT_ONCE],
     within2: f32,
     own: usize,
-    least: &mut Least,
+    least: &mut NearestSquared,
 ) -> u32 {
     let mut mask = 0u32;
-    for l in (0..LANES).filter(|&l| l != own) {
+    for l in (0..ENTRIES_AT_ONCE).filter(|&l| l != own) {
         let d2 = (p - Vec2::new(xs[l], ys[l])).length_squared();
         mask |= ((d2 < within2) as u32) << l;
         least.value = least.value.min(d2);

@@ -10,7 +10,7 @@ use crate::crowd::PUSHED;
 use crate::crowd::collide::{MarkBits, PassContext, mark_rows, pass_rows, push_apart};
 use crate::crowd::density::clearance_levels;
 use crate::crowd::neighbours::{NEAR8, NeighbourGrid};
-use crate::crowd::steer::{AgentRows, BLOCK, StepContext, update_rows};
+use crate::crowd::steer::{AGENTS_PER_BLOCK, AgentRows, StepContext, update_rows};
 use crate::simd::V3;
 use crate::simd::x86_64::neighbours::distances8;
 use crate::simd::x86_64::steer8::lanes_of;
@@ -77,8 +77,8 @@ impl V3 {
         block: usize,
         lanes: u32,
         positions: &mut [Vec2],
-        flags: &mut [u8; BLOCK],
-        own_radii: &[f32; BLOCK],
+        flags: &mut [u8; AGENTS_PER_BLOCK],
+        own_radii: &[f32; AGENTS_PER_BLOCK],
     ) -> bool {
         // SAFETY: a `V3` exists only where the CPU has AVX2, the kernel's only requirement.
         unsafe { push8(self, ctx, block, lanes, positions, flags, own_radii) }
@@ -139,13 +139,13 @@ fn push8(
     block: usize,
     lanes: u32,
     positions: &mut [Vec2],
-    flags: &mut [u8; BLOCK],
-    own_radii: &[f32; BLOCK],
+    flags: &mut [u8; AGENTS_PER_BLOCK],
+    own_radii: &[f32; AGENTS_PER_BLOCK],
 ) -> bool {
     let ng = ctx.ng;
     let splat = _mm256_set1_ps;
     let bits = |m: __m256| _mm256_movemask_ps(m) as u32;
-    let (xs, ys): ([f32; BLOCK], [f32; BLOCK]) = (
+    let (xs, ys): ([f32; AGENTS_PER_BLOCK], [f32; AGENTS_PER_BLOCK]) = (
         std::array::from_fn(|l| positions[l].x),
         std::array::from_fn(|l| positions[l].y),
     );
@@ -188,7 +188,7 @@ fn push8(
         shift_x = _mm256_add_ps(shift_x, _mm256_and_ps(push_x, hit));
         shift_y = _mm256_add_ps(shift_y, _mm256_and_ps(push_y, hit));
     }
-    let (mut sx, mut sy) = ([0.0f32; BLOCK], [0.0f32; BLOCK]);
+    let (mut sx, mut sy) = ([0.0f32; AGENTS_PER_BLOCK], [0.0f32; AGENTS_PER_BLOCK]);
     // SAFETY: each store writes 8 floats into an array of 8.
     unsafe {
         _mm256_storeu_ps(sx.as_mut_ptr(), shift_x);

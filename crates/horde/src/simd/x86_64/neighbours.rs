@@ -5,10 +5,10 @@ use std::arch::x86_64::*;
 
 use glam::Vec2;
 
-use crate::crowd::LANES;
+use crate::crowd::ENTRIES_AT_ONCE;
 use crate::crowd::neighbours::{FOUND, NEAR8, NeighbourGrid};
 use crate::simd::V3;
-use crate::simd::x86_64::sse2::{Least, OWN_LANE};
+use crate::simd::x86_64::sse2::{NearestSquared, OWN_LANE};
 
 impl V3 {
     /// [`near_mask8`]: the neighbour search's distance test over eight entries in one register.
@@ -16,11 +16,11 @@ impl V3 {
     pub(crate) fn near_mask8(
         self,
         p: Vec2,
-        xs: &[f32; LANES],
-        ys: &[f32; LANES],
+        xs: &[f32; ENTRIES_AT_ONCE],
+        ys: &[f32; ENTRIES_AT_ONCE],
         within2: f32,
         own: usize,
-        least: &mut Least,
+        least: &mut NearestSquared,
     ) -> u32 {
         // SAFETY: a `V3` exists only where the CPU has AVX2, the kernel's only requirement.
         unsafe { near_mask8(p, xs, ys, within2, own, least) }
@@ -33,7 +33,7 @@ impl V3 {
     /// If `found` has no room for eight more after `count`.
     #[inline(always)]
     pub(crate) fn append_lanes(self, found: &mut [u32; FOUND], count: usize, e: usize, mask: u32) {
-        assert!(count + LANES <= FOUND);
+        assert!(count + ENTRIES_AT_ONCE <= FOUND);
         // SAFETY: a `V3` exists only where the CPU has AVX2; the room was checked above.
         unsafe { append_lanes(found, count, e, mask & 255) }
     }
@@ -202,16 +202,16 @@ impl NeighbourGrid {
     }
 }
 
-/// [`near_mask`] in one AVX2 register: the same operations, so the same bits.
+/// [`near_mask`](crate::simd::baseline::near_mask) in one AVX2 register: the same operations, so the same bits.
 #[target_feature(enable = "avx2")]
 #[inline]
 pub(in crate::simd) fn near_mask8(
     p: Vec2,
-    xs: &[f32; LANES],
-    ys: &[f32; LANES],
+    xs: &[f32; ENTRIES_AT_ONCE],
+    ys: &[f32; ENTRIES_AT_ONCE],
     within2: f32,
     own: usize,
-    least: &mut Least,
+    least: &mut NearestSquared,
 ) -> u32 {
     // SAFETY: each unaligned load reads the 8 floats of an array of 8 (the positions, a row of
     // `OWN_LANE`). `near_mask_agrees_with_the_scalar_distance` covers this.
@@ -219,7 +219,7 @@ pub(in crate::simd) fn near_mask8(
         (
             _mm256_loadu_ps(xs.as_ptr()),
             _mm256_loadu_ps(ys.as_ptr()),
-            _mm256_loadu_ps(OWN_LANE[own.min(LANES)].as_ptr()),
+            _mm256_loadu_ps(OWN_LANE[own.min(ENTRIES_AT_ONCE)].as_ptr()),
         )
     };
     let dx = _mm256_sub_ps(_mm256_set1_ps(p.x), x);
@@ -233,7 +233,7 @@ pub(in crate::simd) fn near_mask8(
 }
 
 /// Distance² from eight agents at `(px, py)` to the entry at `(x, y)`, as `near_mask`
-/// measures it: infinite in lane `own` if that is under [`LANES`] (the entry is that agent).
+/// measures it: infinite in lane `own` if that is under [`ENTRIES_AT_ONCE`] (the entry is that agent).
 #[target_feature(enable = "avx2")]
 #[inline]
 pub(crate) fn distances8(px: __m256, py: __m256, x: f32, y: f32, own: usize) -> __m256 {
@@ -242,17 +242,17 @@ pub(crate) fn distances8(px: __m256, py: __m256, x: f32, y: f32, own: usize) -> 
     let d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
     // SAFETY: reads 8 floats from a row of `OWN_LANE`.
     _mm256_add_ps(d2, unsafe {
-        _mm256_loadu_ps(OWN_LANE[own.min(LANES)].as_ptr())
+        _mm256_loadu_ps(OWN_LANE[own.min(ENTRIES_AT_ONCE)].as_ptr())
     })
 }
 
 /// Lane numbers of the bits set in each 8-bit mask, in order (the rest 0).
-static SET_LANES: [[u8; LANES]; 256] = {
-    let mut table = [[0u8; LANES]; 256];
+static SET_LANES: [[u8; ENTRIES_AT_ONCE]; 256] = {
+    let mut table = [[0u8; ENTRIES_AT_ONCE]; 256];
     let mut mask = 0;
     while mask < 256 {
         let (mut l, mut k) = (0, 0);
-        while l < LANES {
+        while l < ENTRIES_AT_ONCE {
             if mask >> l & 1 != 0 {
                 table[mask][k] = l as u8;
                 k += 1;
@@ -268,11 +268,11 @@ static SET_LANES: [[u8; LANES]; 256] = {
 /// eight entries are written, of which the caller counts the set ones.
 ///
 /// # Safety
-/// `count + LANES <= found.len()`.
+/// `count + ENTRIES_AT_ONCE <= found.len()`.
 #[target_feature(enable = "avx2")]
 #[inline]
 unsafe fn append_lanes(found: &mut [u32; FOUND], count: usize, e: usize, mask: u32) {
-    debug_assert!(count + LANES <= FOUND && mask < 256);
+    debug_assert!(count + ENTRIES_AT_ONCE <= FOUND && mask < 256);
     // SAFETY: the row of `SET_LANES` holds 8 bytes; the caller leaves room for 8 entries.
     unsafe {
         let lanes = _mm_loadl_epi64(SET_LANES[mask as usize & 255].as_ptr().cast());
@@ -292,10 +292,14 @@ mod tests {
         };
         // Every mask, at both ends of the room and with entry numbers past 2^31.
         for mask in 0..256u32 {
-            for (count, e) in [(0, 0), (3, 1234), (FOUND - LANES, u32::MAX as usize - 7)] {
+            for (count, e) in [
+                (0, 0),
+                (3, 1234),
+                (FOUND - ENTRIES_AT_ONCE, u32::MAX as usize - 7),
+            ] {
                 let mut found = [7u32; FOUND];
                 v3.append_lanes(&mut found, count, e, mask);
-                let set: Vec<u32> = (0..LANES as u32)
+                let set: Vec<u32> = (0..ENTRIES_AT_ONCE as u32)
                     .filter(|l| mask >> l & 1 != 0)
                     .map(|l| e as u32 + l)
                     .collect();

@@ -7,7 +7,7 @@ use std::arch::x86_64::*;
 use glam::Vec2;
 
 /// Lanes of a block of neighbour-grid entries.
-const LANES: usize = 8;
+const ENTRIES_AT_ONCE: usize = 8;
 
 /// The neighbour-grid cells (column, row) of two positions, `[x(a), y(a), x(b), y(b)]`, each
 /// clamped to `0..=last` (the last column and row, as floats: the sides are under 2^13, so
@@ -50,21 +50,21 @@ pub(crate) fn side_room(g: Vec2, [x0, y0, x1, y1]: [u32; 4], cols: u32, rows: u3
     }
 }
 
-/// The least of some squared distances, gathered [`LANES`] at a time by [`near_mask`]: four
+/// The least of some squared distances, gathered [`ENTRIES_AT_ONCE`] at a time by [`near_mask`]: four
 /// running minima, folded when read.
 #[derive(Clone, Copy)]
-pub(crate) struct Least {
+pub(crate) struct NearestSquared {
     pub(in crate::simd) lanes: __m128,
 }
 
-impl Least {
+impl NearestSquared {
     /// None yet (infinite).
     #[inline(always)]
-    pub(crate) fn none() -> Least {
+    pub(crate) fn none() -> NearestSquared {
         // SAFETY: SSE2 is enabled at compile time (every x86-64 CPU has it), the only requirement
         // of these intrinsics; any memory access is explained where it is made.
         let lanes = unsafe { _mm_set1_ps(f32::INFINITY) };
-        Least { lanes }
+        NearestSquared { lanes }
     }
 
     /// The least so far.
@@ -80,11 +80,11 @@ impl Least {
     }
 }
 
-/// Row `l` is infinite in lane `l` only (row [`LANES`] nowhere), for [`near_mask`].
-pub(in crate::simd) static OWN_LANE: [[f32; LANES]; LANES + 1] = {
-    let mut rows = [[0.0; LANES]; LANES + 1];
+/// Row `l` is infinite in lane `l` only (row [`ENTRIES_AT_ONCE`] nowhere), for [`near_mask`].
+pub(in crate::simd) static OWN_LANE: [[f32; ENTRIES_AT_ONCE]; ENTRIES_AT_ONCE + 1] = {
+    let mut rows = [[0.0; ENTRIES_AT_ONCE]; ENTRIES_AT_ONCE + 1];
     let mut l = 0;
-    while l < LANES {
+    while l < ENTRIES_AT_ONCE {
         rows[l][l] = f32::INFINITY;
         l += 1;
     }
@@ -92,25 +92,25 @@ pub(in crate::simd) static OWN_LANE: [[f32; LANES]; LANES + 1] = {
 };
 
 /// Bit `l` set where `(xs[l], ys[l])` lies closer to `p` than `sqrt(within2)`, except lane
-/// `own` (no lane when `own >= LANES`); the squared distances of the other lanes go into
+/// `own` (no lane when `own >= ENTRIES_AT_ONCE`); the squared distances of the other lanes go into
 /// `least`. The distance is computed as [`Vec2::length_squared`] computes it, so it has the
 /// same bits. (The compiler does not find the compare-to-bitmask pattern on its own: its
 /// reduction takes three times the instructions.)
 #[inline(always)]
 pub(crate) fn near_mask(
     p: Vec2,
-    xs: &[f32; LANES],
-    ys: &[f32; LANES],
+    xs: &[f32; ENTRIES_AT_ONCE],
+    ys: &[f32; ENTRIES_AT_ONCE],
     within2: f32,
     own: usize,
-    least: &mut Least,
+    least: &mut NearestSquared,
 ) -> u32 {
     // SAFETY: SSE2 is enabled at compile time (every x86-64 CPU has it), the only requirement
     // of these intrinsics; any memory access is explained where it is made.
     unsafe {
         let (px, py, w2) = (_mm_set1_ps(p.x), _mm_set1_ps(p.y), _mm_set1_ps(within2));
         // Infinity in the own lane, so that it is neither near nor the least.
-        let skip = &OWN_LANE[own.min(LANES)];
+        let skip = &OWN_LANE[own.min(ENTRIES_AT_ONCE)];
         let half = |l: usize| {
             // Each unaligned load reads 4 floats at offset 0 or 4 of an array of 8.
             let (x, y, s) = (
@@ -240,10 +240,11 @@ mod tests {
         let mut next = uniform(0x2545_f491_4f6c_dd1du64);
         for round in 0..20_000 {
             let p = Vec2::new(next() * 50.0, next() * 50.0);
-            let xs: [f32; LANES] = std::array::from_fn(|_| p.x + (next() - 0.5) * 4.0);
-            let mut ys: [f32; LANES] = std::array::from_fn(|_| p.y + (next() - 0.5) * 4.0);
+            let xs: [f32; ENTRIES_AT_ONCE] = std::array::from_fn(|_| p.x + (next() - 0.5) * 4.0);
+            let mut ys: [f32; ENTRIES_AT_ONCE] =
+                std::array::from_fn(|_| p.y + (next() - 0.5) * 4.0);
             if round % 7 == 0 {
-                ys[round % LANES] = f32::INFINITY;
+                ys[round % ENTRIES_AT_ONCE] = f32::INFINITY;
             }
             let within2 = if round % 3 == 0 {
                 (p - Vec2::new(xs[1], ys[1])).length_squared()
@@ -251,10 +252,10 @@ mod tests {
                 next() * 4.0
             };
             // Every own lane, and none (an index past the lanes, as for chunks before `me`).
-            let own = [round % (LANES + 1), usize::MAX - round % 3][round % 2];
-            let mut least = Least::none();
+            let own = [round % (ENTRIES_AT_ONCE + 1), usize::MAX - round % 3][round % 2];
+            let mut least = NearestSquared::none();
             let mask = near_mask(p, &xs, &ys, within2, own, &mut least);
-            let mut plain_least = generic::Least::none();
+            let mut plain_least = generic::NearestSquared::none();
             let want_mask = generic::near_mask(p, &xs, &ys, within2, own, &mut plain_least);
             let want_least = plain_least.value();
             assert_eq!(mask, want_mask, "round {round}");
@@ -263,12 +264,12 @@ mod tests {
                 want_least.to_bits(),
                 "round {round}"
             );
-            if own < LANES {
+            if own < ENTRIES_AT_ONCE {
                 assert_eq!(mask >> own & 1, 0, "round {round}");
             }
             // The AVX2 one, where this CPU has it.
             if let Some(v3) = crate::simd::under_test::v3() {
-                let mut least8 = Least::none();
+                let mut least8 = NearestSquared::none();
                 let mask8 = v3.near_mask8(p, &xs, &ys, within2, own, &mut least8);
                 assert_eq!(mask8, want_mask, "round {round}");
                 assert_eq!(

@@ -1,14 +1,28 @@
 //! The update for eight agents at once, in AVX2. The first half ([`StepContext::start`], in
 //! `start8`): the way each wants to go, its arrival, which of them search for neighbours, who
-//! among those has anyone in reach ([`NeighbourGrid::probe8`], while clearances are kept; the
+//! among those has anyone in reach (`NeighbourGrid::probe8`, while clearances are kept; the
 //! searches of those who have, and the rare lines of sight to the goal, go one by one) and the
-//! clearances kept.
-//! The second half ([`StepContext::finish`], in `finish8`): the velocity each steers towards,
-//! the acceleration and speed limits, less what heads into the (at most six) neighbours each
-//! touches, the slide along the walls and the stuck timer. The same operations in the same
-//! order as `start` and `finish` (none fused), so the same bits. An agent that needs what they
-//! do not do (a flow sample off the fast path, more than six touching neighbours, standing off
-//! the map, a wall read past the end of the map) is handed to `start` or `finish`.
+//! clearances kept. The second half ([`StepContext::finish`], in `finish8`): the velocity each
+//! steers towards, the acceleration and speed limits, less what heads into the (at most six)
+//! neighbours each touches, the slide along the walls and the stuck timer. An agent that needs
+//! what they do not do (a flow sample off the fast path, more than six touching neighbours,
+//! standing off the map, a wall read past the end of the map) is handed to `start` or `finish`.
+//!
+//! # Why the agent's maths is written twice
+//!
+//! The one-agent code (`crowd::steer`: `start`, `walk`, `finish`, `separation`, and
+//! `crowd::walls`) and this eight-lane code do the same operations in the same order, none
+//! fused, so they give the same bits; `both_compilations_give_the_same_bits` and the crowd
+//! tests that step both compilations hold them together. They are not written once over a
+//! lane type (as `wide` or `ultraviolet` would allow) because the two shapes differ where the
+//! time goes: the one-agent code branches on what is rare (a goal in sight, a wall beside the
+//! cell, a neighbour touching) and skips the work, while eight lanes must compute every side
+//! of each branch and blend, gather the map's bytes, and hand the rare lanes back to the
+//! one-agent code. A lane type with a one-lane fallback would make the baseline compilation pay
+//! for the blends on every agent, or make this code branch per lane. So a change to the
+//! update is made in both places, in pairs: `start` / `way8` + `start8`, `separation` /
+//! `separation8`, `walk` + `finish` / `target_velocity8` + `velocity8`, `WallContext::slide` /
+//! `slide8`, the stuck timer / `stuck8`; the tests name the lane and step where the bits part.
 
 use std::arch::x86_64::*;
 
@@ -17,7 +31,7 @@ use glam::Vec2;
 use crate::cost::WALL;
 use crate::crowd::neighbours::NEAR8;
 use crate::crowd::steer::{
-    BLOCK, Entries, MOST_NEIGHBOURS, STAGED_NORMALS, Staged, StepContext, Walk,
+    AGENTS_PER_BLOCK, Entries, MOST_NEIGHBOURS, STAGED_NORMALS, Staged, StepContext, Walk,
 };
 use crate::crowd::*;
 use crate::simd::V3;
@@ -30,8 +44,8 @@ impl V3 {
         self,
         ctx: &StepContext,
         first: usize,
-        positions: &[Vec2; BLOCK],
-        flags: &[u8; BLOCK],
+        positions: &[Vec2; AGENTS_PER_BLOCK],
+        flags: &[u8; AGENTS_PER_BLOCK],
     ) -> Option<Samples8> {
         // SAFETY: a `V3` exists only where the CPU has AVX2, the kernel's only requirement.
         unsafe { ctx.sample8(first, positions, flags) }
@@ -45,7 +59,7 @@ impl V3 {
         ctx: &StepContext,
         first: usize,
         eight: &Samples8,
-        walks: &mut Walks,
+        walks: &mut StagedLanes,
         rows: &mut Rows8,
         clearances: &mut [u32],
     ) {
@@ -61,7 +75,7 @@ impl V3 {
         ctx: &StepContext,
         first: usize,
         lanes: u32,
-        walks: &mut Walks,
+        walks: &mut StagedLanes,
         rows: &mut Rows8,
         clearances: &mut [u32],
     ) {
@@ -71,35 +85,35 @@ impl V3 {
     /// The second halves of the staged lanes' steps, eight at once
     /// ([`StepContext::finish8`]).
     #[inline(always)]
-    pub(crate) fn finish8(self, ctx: &StepContext, first: usize, walks: &Walks, rows: Rows8) {
+    pub(crate) fn finish8(self, ctx: &StepContext, first: usize, walks: &StagedLanes, rows: Rows8) {
         // SAFETY: a `V3` exists only where the CPU has AVX2, the kernel's only requirement.
         unsafe { ctx.finish8(first, walks, rows) }
     }
 }
 
-/// A block's flow samples taken eight at once ([`FlowField::bilinear8`]): the directions of
+/// A block's flow samples taken eight at once ([`FlowField::bilinear8`](crate::flow::FlowField::bilinear8)): the directions of
 /// the lanes in `done`, all of one group.
 pub(crate) struct Samples8 {
     group: u16,
-    xs: [f32; BLOCK],
-    ys: [f32; BLOCK],
+    xs: [f32; AGENTS_PER_BLOCK],
+    ys: [f32; AGENTS_PER_BLOCK],
     /// Bit `l` set if lane `l` was sampled (the others need [`StepContext::sample`]).
     done: u32,
 }
 
 /// Eight agents' [`Staged`] steps, field by field, and which of them are staged.
 #[derive(Clone, Copy, Default)]
-pub(crate) struct Walks {
+pub(crate) struct StagedLanes {
     /// Bit `l` set if lane `l` holds a walk.
     pub(crate) staged: u32,
-    desired_x: [f32; BLOCK],
-    desired_y: [f32; BLOCK],
-    push_x: [f32; BLOCK],
-    push_y: [f32; BLOCK],
-    unpenetrate_x: [f32; BLOCK],
-    unpenetrate_y: [f32; BLOCK],
-    dist_goal: [f32; BLOCK],
-    pile: [f32; BLOCK],
+    desired_x: [f32; AGENTS_PER_BLOCK],
+    desired_y: [f32; AGENTS_PER_BLOCK],
+    push_x: [f32; AGENTS_PER_BLOCK],
+    push_y: [f32; AGENTS_PER_BLOCK],
+    unpenetrate_x: [f32; AGENTS_PER_BLOCK],
+    unpenetrate_y: [f32; AGENTS_PER_BLOCK],
+    dist_goal: [f32; AGENTS_PER_BLOCK],
+    pile: [f32; AGENTS_PER_BLOCK],
     /// Bit `l` set if lane `l`'s agent touches an arrived agent of its group.
     touching_arrived: u32,
     /// Bit `l` set if lane `l`'s agent is moving so far.
@@ -107,8 +121,8 @@ pub(crate) struct Walks {
     /// Bit `l` set if lane `l`'s agent has arrived (neither bit: it has no way).
     arrived: u32,
     /// The normals of the neighbours each touches, x and y, and how many.
-    normals: [([f32; BLOCK], [f32; BLOCK]); STAGED_NORMALS],
-    touching: [u8; BLOCK],
+    normals: [([f32; AGENTS_PER_BLOCK], [f32; AGENTS_PER_BLOCK]); STAGED_NORMALS],
+    touching: [u8; AGENTS_PER_BLOCK],
     /// The last block's separation had a lane touching more than [`NARROW_NORMALS`] (kept
     /// from block to block).
     wide: bool,
@@ -117,7 +131,7 @@ pub(crate) struct Walks {
 /// Registers of touching normals that `separation8` takes while no lane needs more.
 const NARROW_NORMALS: usize = 4;
 
-impl Walks {
+impl StagedLanes {
     /// No lane staged. (Staging a lane writes all its fields but the normals past its
     /// `touching`, which nothing reads.)
     #[inline(always)]
@@ -187,12 +201,12 @@ impl Walks {
 
 /// A block's positions, velocities, states, anchors, timers and flags.
 pub(crate) type Rows8<'r> = (
-    &'r mut [Vec2; BLOCK],
-    &'r mut [Vec2; BLOCK],
-    &'r mut [AgentState; BLOCK],
-    &'r mut [f32; BLOCK],
-    &'r mut [f32; BLOCK],
-    &'r mut [u8; BLOCK],
+    &'r mut [Vec2; AGENTS_PER_BLOCK],
+    &'r mut [Vec2; AGENTS_PER_BLOCK],
+    &'r mut [AgentState; AGENTS_PER_BLOCK],
+    &'r mut [f32; AGENTS_PER_BLOCK],
+    &'r mut [f32; AGENTS_PER_BLOCK],
+    &'r mut [u8; AGENTS_PER_BLOCK],
 );
 
 /// Lane `l`'s entries among a block's.
@@ -211,7 +225,7 @@ pub(crate) fn lane<'r>(rows: &'r mut Rows8<'_>, l: usize) -> Entries<'r> {
 
 /// Eight floats.
 #[inline(always)]
-fn load(values: &[f32; BLOCK]) -> __m256 {
+fn load(values: &[f32; AGENTS_PER_BLOCK]) -> __m256 {
     // SAFETY: reads 8 floats from an array of 8 (AVX is enabled wherever this is inlined:
     // `finish8` is its only caller).
     unsafe { _mm256_loadu_ps(values.as_ptr()) }
@@ -220,7 +234,7 @@ fn load(values: &[f32; BLOCK]) -> __m256 {
 /// The x and the y of eight vectors.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn split(v: &[Vec2; BLOCK]) -> (__m256, __m256) {
+fn split(v: &[Vec2; AGENTS_PER_BLOCK]) -> (__m256, __m256) {
     // SAFETY: reads 16 floats from an array of 8 `Vec2` (two floats each, no padding).
     let (a, b) = unsafe {
         let at = v.as_ptr().cast::<f32>();
@@ -238,7 +252,7 @@ fn split(v: &[Vec2; BLOCK]) -> (__m256, __m256) {
 /// Eight vectors from their x and y, as [`split`] reads them.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn join(x: __m256, y: __m256, out: &mut [Vec2; BLOCK]) {
+fn join(x: __m256, y: __m256, out: &mut [Vec2; AGENTS_PER_BLOCK]) {
     let (lo, hi) = (_mm256_unpacklo_ps(x, y), _mm256_unpackhi_ps(x, y));
     // SAFETY: writes 16 floats into an array of 8 `Vec2`.
     unsafe {
@@ -328,8 +342,8 @@ impl StepContext<'_> {
     fn sample8(
         &self,
         first: usize,
-        positions: &[Vec2; BLOCK],
-        flags: &[u8; BLOCK],
+        positions: &[Vec2; AGENTS_PER_BLOCK],
+        flags: &[u8; AGENTS_PER_BLOCK],
     ) -> Option<Samples8> {
         let alive = u64::from_ne_bytes([ALIVE; 8]);
         if !matches!(self.config.sampling, Sampling::Bilinear)
@@ -338,13 +352,13 @@ impl StepContext<'_> {
             return None;
         }
         let group = self.group_of[first];
-        if self.group_of[first..first + BLOCK]
+        if self.group_of[first..first + AGENTS_PER_BLOCK]
             .iter()
             .any(|&g| g != group)
         {
             return None;
         }
-        let (mut xs, mut ys) = ([0.0; BLOCK], [0.0; BLOCK]);
+        let (mut xs, mut ys) = ([0.0; AGENTS_PER_BLOCK], [0.0; AGENTS_PER_BLOCK]);
         // (AVX2, `bilinear8`'s only requirement, is enabled here.)
         let done = self.groups[group as usize]
             .flow
@@ -359,7 +373,7 @@ impl StepContext<'_> {
 
     /// [`Self::separation`] of the agents in lanes `search` of a dense step (no clearances
     /// kept), eight at once: the entries any of them would visit are listed in entry order
-    /// ([`NeighbourGrid::near8`]), then each listed entry's share of all eight sums is taken in
+    /// ([`NeighbourGrid::near8`](crate::crowd::neighbours::NeighbourGrid::near8)), then each listed entry's share of all eight sums is taken in
     /// one AVX2 register with `separation`'s operations in its order (a lane the entry is not
     /// near adds +0, which changes no sum: a sum from +0 is never -0). While no more than k
     /// are in reach, those are the k nearest and come in the order `separation` keeps them, so
@@ -385,7 +399,7 @@ impl StepContext<'_> {
         at: (__m256, __m256, __m256, __m256, __m256),
         goal: Vec2,
         group: u16,
-        walks: &mut Walks,
+        walks: &mut StagedLanes,
         flags: (&mut u32, &mut u32),
     ) -> u32 {
         if walks.wide {
@@ -410,7 +424,7 @@ impl StepContext<'_> {
         (px, py, radius, reach, dist_goal): (__m256, __m256, __m256, __m256, __m256),
         goal: Vec2,
         group: u16,
-        walks: &mut Walks,
+        walks: &mut StagedLanes,
         (blocked, touching_arrived): (&mut u32, &mut u32),
     ) -> u32 {
         let cfg = self.config;
@@ -501,7 +515,7 @@ impl StepContext<'_> {
         let some = _mm256_castsi256_ps(_mm256_cmpgt_epi32(count, _mm256_setzero_si256()));
         let per = _mm256_cvtepi32_ps(count);
         let push = |sum: __m256| _mm256_and_ps(_mm256_and_ps(_mm256_div_ps(sum, per), some), taken);
-        let store = |out: &mut [f32; BLOCK], v: __m256| {
+        let store = |out: &mut [f32; AGENTS_PER_BLOCK], v: __m256| {
             // SAFETY: writes 8 floats into an array of 8.
             unsafe { _mm256_storeu_ps(out.as_mut_ptr(), v) };
         };
@@ -509,7 +523,7 @@ impl StepContext<'_> {
         store(&mut walks.push_y, push(sum_y));
         store(&mut walks.unpenetrate_x, _mm256_and_ps(apart_x, taken));
         store(&mut walks.unpenetrate_y, _mm256_and_ps(apart_y, taken));
-        let mut counts = [0i32; BLOCK];
+        let mut counts = [0i32; AGENTS_PER_BLOCK];
         // SAFETY: writes 8 integers into an array of 8.
         unsafe { _mm256_storeu_si256(counts.as_mut_ptr().cast(), touching) };
         let with_normals = _mm256_and_ps(
@@ -545,7 +559,7 @@ impl StepContext<'_> {
         v3: V3,
         first: usize,
         eight: &Samples8,
-        walks: &mut Walks,
+        walks: &mut StagedLanes,
         rows: &mut Rows8,
         clearances: &mut [u32],
     ) {
@@ -569,7 +583,11 @@ impl StepContext<'_> {
         let flags = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(rows.5.as_ptr().cast()) });
         let levels = _mm256_srli_epi32::<{ CLEARANCE_SHIFT as i32 }>(flags);
         let known = _mm256_mul_ps(_mm256_cvtepi32_ps(levels), splat(self.clearance_unit));
-        let radius = load(self.radii[first..first + BLOCK].try_into().expect("8"));
+        let radius = load(
+            self.radii[first..first + AGENTS_PER_BLOCK]
+                .try_into()
+                .expect("8"),
+        );
         let reach = _mm256_max_ps(
             splat(cfg.separation_radius),
             _mm256_mul_ps(splat(2.0), radius),
@@ -583,18 +601,18 @@ impl StepContext<'_> {
         } else {
             done & !far
         };
-        let pile = self.pile(eight.group);
-        let zero = [0.0; BLOCK];
+        let pile = self.pile_radius(eight.group);
+        let zero = [0.0; AGENTS_PER_BLOCK];
         (walks.push_x, walks.push_y) = (zero, zero);
         (walks.unpenetrate_x, walks.unpenetrate_y) = (zero, zero);
-        walks.touching = [0; BLOCK];
-        let mut clearance = [0.0; BLOCK];
+        walks.touching = [0; AGENTS_PER_BLOCK];
+        let mut clearance = [0.0; AGENTS_PER_BLOCK];
         // SAFETY: each store writes 8 floats into an array of 8.
         unsafe { _mm256_storeu_ps(clearance.as_mut_ptr(), known) };
         let (mut blocked, mut touching_arrived, mut finished) = (0u32, 0u32, 0u32);
         if search != 0 {
-            let mut dist = [0.0; BLOCK];
-            let (mut desired_x, mut desired_y) = ([0.0; BLOCK], [0.0; BLOCK]);
+            let mut dist = [0.0; AGENTS_PER_BLOCK];
+            let (mut desired_x, mut desired_y) = ([0.0; AGENTS_PER_BLOCK], [0.0; AGENTS_PER_BLOCK]);
             let (x, y) = desired(moving);
             // SAFETY: as above.
             unsafe {
@@ -644,7 +662,7 @@ impl StepContext<'_> {
             splat(ng.moved),
         );
         // (In every lane: those not sampled here are written again below.)
-        let clearances: &mut [u32; BLOCK] = clearances.try_into().expect("a block");
+        let clearances: &mut [u32; AGENTS_PER_BLOCK] = clearances.try_into().expect("a block");
         // SAFETY: writes 8 floats' bits into an array of 8.
         unsafe { _mm256_storeu_si256(clearances.as_mut_ptr().cast(), _mm256_castps_si256(kept)) };
         // A moving agent pressed against an arrived one nearer the goal arrives too.
@@ -669,7 +687,7 @@ impl StepContext<'_> {
         self.start_lanes(
             v3,
             first,
-            !done & ((1 << BLOCK) - 1),
+            !done & ((1 << AGENTS_PER_BLOCK) - 1),
             walks,
             rows,
             clearances,
@@ -724,7 +742,7 @@ impl StepContext<'_> {
                 }
             }
         }
-        let way = |sampled: &[f32; BLOCK], to_goal: __m256| {
+        let way = |sampled: &[f32; AGENTS_PER_BLOCK], to_goal: __m256| {
             let straight_on = _mm256_div_ps(to_goal, dist_goal);
             _mm256_blendv_ps(load(sampled), straight_on, lanes_of(straight))
         };
@@ -746,12 +764,12 @@ impl StepContext<'_> {
             u32,
             u32,
             f32,
-            &[f32; BLOCK],
-            (&[f32; BLOCK], &[f32; BLOCK]),
+            &[f32; AGENTS_PER_BLOCK],
+            (&[f32; AGENTS_PER_BLOCK], &[f32; AGENTS_PER_BLOCK]),
         ),
-        walks: &mut Walks,
+        walks: &mut StagedLanes,
         rows: &mut Rows8,
-        clearance: &mut [f32; BLOCK],
+        clearance: &mut [f32; AGENTS_PER_BLOCK],
         (blocked, touching_arrived): (&mut u32, &mut u32),
     ) -> u32 {
         let mut finished = 0;
@@ -802,7 +820,7 @@ impl StepContext<'_> {
         v3: V3,
         first: usize,
         lanes: u32,
-        walks: &mut Walks,
+        walks: &mut StagedLanes,
         rows: &mut Rows8,
         clearances: &mut [u32],
     ) {
@@ -822,12 +840,18 @@ impl StepContext<'_> {
     /// [`Self::finish`] of the agents staged in `walks`, the slots `first..first + 8`, whose
     /// entries are `rows`.
     #[target_feature(enable = "avx2")]
-    fn finish8(&self, first: usize, walks: &Walks, rows: Rows8) {
+    fn finish8(&self, first: usize, walks: &StagedLanes, rows: Rows8) {
         let (positions, velocities, states, anchors, timers, flags) = rows;
         let splat = _mm256_set1_ps;
         let (px, py) = split(positions);
         let (vx, vy) = split(velocities);
-        let lanes = |values: &[f32]| load(values[first..first + BLOCK].try_into().expect("8"));
+        let lanes = |values: &[f32]| {
+            load(
+                values[first..first + AGENTS_PER_BLOCK]
+                    .try_into()
+                    .expect("8"),
+            )
+        };
         let (max_speed, radius) = (lanes(self.max_speeds), lanes(self.radii));
         let target = self.target_velocity8(walks, max_speed);
         let ((vx_new, vy_new), (sx, sy)) = self.velocity8(walks, (vx, vy), target, max_speed);
@@ -853,7 +877,7 @@ impl StepContext<'_> {
             splat(GROWTH),
         );
         let pushed = if self.track_clearances {
-            _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_GT_OQ>(moved, splat(self.calm))) as u32
+            _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_GT_OQ>(moved, splat(self.walk_bound))) as u32
         } else {
             0
         };
@@ -886,7 +910,7 @@ impl StepContext<'_> {
         let word = u64::from_ne_bytes(*flags);
         let set = (spread(stuck) * STUCK as u64) | (spread(pushed) * PUSHED as u64);
         let finished = spread(done) * 0xff;
-        let kept = (word & u64::from_ne_bytes([ALIVE; BLOCK])) | set;
+        let kept = (word & u64::from_ne_bytes([ALIVE; AGENTS_PER_BLOCK])) | set;
         *flags = ((word & !finished) | (kept & finished)).to_ne_bytes();
         // Arrived if it arrives now or had, moving if it was and does not arrive, else no way.
         let (arrived, moving) = (arrive | walks.arrived, walks.moving & !arrive);
@@ -915,7 +939,7 @@ impl StepContext<'_> {
     /// a way.
     #[inline]
     #[target_feature(enable = "avx2")]
-    fn target_velocity8(&self, walks: &Walks, max_speed: __m256) -> (__m256, __m256) {
+    fn target_velocity8(&self, walks: &StagedLanes, max_speed: __m256) -> (__m256, __m256) {
         let cfg = self.config;
         let splat = _mm256_set1_ps;
         let dist_goal = load(&walks.dist_goal);
@@ -974,7 +998,7 @@ impl StepContext<'_> {
     #[target_feature(enable = "avx2")]
     fn velocity8(
         &self,
-        walks: &Walks,
+        walks: &StagedLanes,
         (vx, vy): (__m256, __m256),
         (target_x, target_y): (__m256, __m256),
         max_speed: __m256,
@@ -1130,8 +1154,8 @@ impl StepContext<'_> {
     #[target_feature(enable = "avx2")]
     fn stuck8(
         &self,
-        walks: &Walks,
-        (anchors, timers): (&[f32; BLOCK], &[f32; BLOCK]),
+        walks: &StagedLanes,
+        (anchors, timers): (&[f32; AGENTS_PER_BLOCK], &[f32; AGENTS_PER_BLOCK]),
     ) -> (__m256, __m256, u32, u32) {
         let cfg = self.config;
         let splat = _mm256_set1_ps;
@@ -1164,7 +1188,7 @@ impl StepContext<'_> {
 
     /// [`Self::finish`] of the staged lanes not in `done`.
     #[inline(always)]
-    fn finish_rest(&self, first: usize, walks: &Walks, done: u32, rows: Rows8) {
+    fn finish_rest(&self, first: usize, walks: &StagedLanes, done: u32, rows: Rows8) {
         let mut rows = rows;
         let mut rest = walks.staged & !done;
         while rest != 0 {

@@ -121,11 +121,19 @@ fn row_pass_avx2(
     let mut x = lo;
     // The value of the cell before the block, in every lane.
     let mut carry = _mm256_set1_epi32(cur[lo - 1] as i32);
-    while x + LANES <= hi + 1 {
-        let above: &[u32; LANES + 2] = prev[x - 1..x + LANES + 1].try_into().expect("10 cells");
-        let here: &[u8; LANES + 2] = terrain[x - 1..x + LANES + 1].try_into().expect("10 cells");
-        let up: &[u8; LANES] = prev_terrain[x..x + LANES].try_into().expect("8 cells");
-        let row: &mut [u32; LANES] = (&mut cur[x..x + LANES]).try_into().expect("8 cells");
+    while x + CELLS_PER_BLOCK <= hi + 1 {
+        let above: &[u32; CELLS_PER_BLOCK + 2] = prev[x - 1..x + CELLS_PER_BLOCK + 1]
+            .try_into()
+            .expect("10 cells");
+        let here: &[u8; CELLS_PER_BLOCK + 2] = terrain[x - 1..x + CELLS_PER_BLOCK + 1]
+            .try_into()
+            .expect("10 cells");
+        let up: &[u8; CELLS_PER_BLOCK] = prev_terrain[x..x + CELLS_PER_BLOCK]
+            .try_into()
+            .expect("8 cells");
+        let row: &mut [u32; CELLS_PER_BLOCK] = (&mut cur[x..x + CELLS_PER_BLOCK])
+            .try_into()
+            .expect("8 cells");
         // SAFETY: every load reads 8 u32 or 8 bytes within the arrays just cut to size, the
         // store writes 8 u32 into `row`, which holds 8.
         let changed = unsafe {
@@ -171,9 +179,9 @@ fn row_pass_avx2(
         if changed != 0 {
             first = first.min(x + changed.trailing_zeros() as usize);
             last = x + 31 - changed.leading_zeros() as usize;
-            mark_cells(marks, x, x + LANES - 1);
+            mark_cells(marks, x, x + CELLS_PER_BLOCK - 1);
         }
-        x += LANES;
+        x += CELLS_PER_BLOCK;
     }
     let c = _mm256_cvtsi256_si32(carry) as u32;
     let rows = (prev, terrain, prev_terrain);
@@ -186,10 +194,10 @@ fn row_pass_avx2(
     let to_right = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
     let mut x = right;
     let mut carry = _mm256_set1_epi32(cur[x] as i32);
-    while x >= first + LANES {
-        let at = x - LANES;
-        let here: &[u8; LANES] = terrain[at..x].try_into().expect("8 cells");
-        let row: &mut [u32; LANES] = (&mut cur[at..x]).try_into().expect("8 cells");
+    while x >= first + CELLS_PER_BLOCK {
+        let at = x - CELLS_PER_BLOCK;
+        let here: &[u8; CELLS_PER_BLOCK] = terrain[at..x].try_into().expect("8 cells");
+        let row: &mut [u32; CELLS_PER_BLOCK] = (&mut cur[at..x]).try_into().expect("8 cells");
         // SAFETY: the loads read 8 u32 and 8 bytes from arrays of that size, the store writes
         // 8 u32 into `row`, which holds 8.
         unsafe {
@@ -373,7 +381,7 @@ fn wide_prefix_scan<const LEFTWARDS: bool>(
 }
 
 /// Cells of the AVX2 row pass.
-const LANES: usize = 8;
+const CELLS_PER_BLOCK: usize = 8;
 
 /// The scan along a row over eight cells `v` with step prices `w` (at most `INF`), from
 /// `carry`, the value of the cell before them in the scan's direction, in every lane: each cell
