@@ -127,19 +127,25 @@ pub fn parse_cell(s: &str) -> Result<UVec2, String> {
     Ok(UVec2::new(x, y))
 }
 
-/// Fail with a message naming the cell if it is outside the map or a wall.
+/// Fail with a message naming the cell if it is outside the map or a wall, and the walkable
+/// cell nearest it (`CostField::nearest_walkable`) where there is one.
 pub fn check_walkable(cost: &CostField, cell: UVec2, what: &str) -> Result<()> {
+    let nearest = || match cost.nearest_walkable(cell) {
+        Some(c) => format!(" (the nearest walkable cell is {},{})", c.x, c.y),
+        None => " (the map has no walkable cell)".to_owned(),
+    };
     if cost.get(cell).is_none() {
         bail!(
-            "{what} ({}, {}) is outside the {}x{} map",
+            "{what} ({}, {}) is outside the {}x{} map{}",
             cell.x,
             cell.y,
             cost.width(),
-            cost.height()
+            cost.height(),
+            nearest()
         );
     }
     if !cost.is_walkable(cell) {
-        bail!("{what} ({}, {}) is on a wall", cell.x, cell.y);
+        bail!("{what} ({}, {}) is on a wall{}", cell.x, cell.y, nearest());
     }
     Ok(())
 }

@@ -96,7 +96,10 @@ fn bad_input_is_named_and_exits_non_zero() {
     std::fs::write(&good, MAP).unwrap();
     let (code, _, err) = horde(&["field", good.to_str().unwrap(), "--goal", "2,0"]);
     assert_ne!(code, 0);
-    assert!(err.contains("goal (2, 0) is on a wall"), "{err}");
+    assert!(
+        err.contains("goal (2, 0) is on a wall (the nearest walkable cell is 1,0)"),
+        "{err}"
+    );
     let (code, _, err) = horde(&[
         "path",
         good.to_str().unwrap(),

@@ -46,7 +46,7 @@ impl Crowd {
             }
             for &i in &self.marked {
                 let i = i as usize;
-                self.flags[i] &= !MARKED;
+                self.flags[i].unmark();
                 push_apart::<CLEARANCE>(
                     Plain,
                     &self.neighbours,
@@ -189,8 +189,8 @@ impl Crowd {
         if sparse {
             for &i in &self.marked {
                 let flags = &mut self.flags[i as usize];
-                if *flags & PUSHED != 0 {
-                    *flags &= !PUSHED;
+                if flags.is_pushed() {
+                    flags.clear_pushed();
                     self.pushed.push(i);
                 }
             }
@@ -198,29 +198,29 @@ impl Crowd {
         }
         // Eight flags at a time: in a spread-out crowd the pushed are rare. In a dense one the
         // list fills at once: then every one of them is left flagged, for the next pass.
-        let any = u64::from_ne_bytes([PUSHED; 8]);
+        let any = u64::from_ne_bytes([AgentFlags::PUSHED_BIT; 8]);
         let mut fits = true;
         'words: for (w, word) in self.flags.chunks_mut(8).enumerate() {
             // (A whole word is read as one number; the last, short one is simply searched.)
-            if let Ok(bytes) = <[u8; 8]>::try_from(&*word)
-                && u64::from_ne_bytes(bytes) & any == 0
+            if let Ok(eight) = <&[AgentFlags; 8]>::try_from(&*word)
+                && AgentFlags::word(eight) & any == 0
             {
                 continue;
             }
             for (k, flags) in word.iter_mut().enumerate() {
-                if *flags & PUSHED != 0 {
+                if flags.is_pushed() {
                     if self.pushed.len() == few {
                         fits = false;
                         break 'words;
                     }
-                    *flags &= !PUSHED;
+                    flags.clear_pushed();
                     self.pushed.push((w * 8 + k) as u32);
                 }
             }
         }
         if !fits {
             for &i in &self.pushed {
-                self.flags[i as usize] |= PUSHED;
+                self.flags[i as usize].set_pushed();
             }
             self.pushed.clear();
         }
@@ -231,12 +231,12 @@ impl Crowd {
     /// to list). O(agents), eight flags at a time.
     pub(crate) fn count_flagged(&self) -> usize {
         let (words, rest) = self.flags.as_chunks::<8>();
-        let any = u64::from_ne_bytes([PUSHED; 8]);
+        let any = u64::from_ne_bytes([AgentFlags::PUSHED_BIT; 8]);
         let whole: u32 = words
             .iter()
-            .map(|w| (u64::from_ne_bytes(*w) & any).count_ones())
+            .map(|w| (AgentFlags::word(w) & any).count_ones())
             .sum();
-        whole as usize + rest.iter().filter(|&&f| f & PUSHED != 0).count()
+        whole as usize + rest.iter().filter(|&&f| f.is_pushed()).count()
     }
 
     /// Before a sparse pass: take the moves of the agents the last pass pushed into the
@@ -252,11 +252,11 @@ impl Crowd {
         for &m in &self.pushed {
             let m = m as usize;
             ng.for_each_touched(Plain, m, positions[m], radii[m], |j| {
-                if flags[j] & MARKED == 0 {
+                if !flags[j].is_marked() {
                     if marked.len() == few {
                         fits = false;
                     } else {
-                        flags[j] |= MARKED;
+                        flags[j].mark();
                         marked.push(j as u32);
                     }
                 }
@@ -267,7 +267,7 @@ impl Crowd {
         }
         if !fits {
             for &j in marked.iter() {
-                flags[j as usize] &= !MARKED;
+                flags[j as usize].unmark();
             }
             marked.clear();
             return false;
@@ -295,7 +295,7 @@ pub(crate) fn push_apart<const CLEARANCE: bool>(
     may_skip: bool,
     i: usize,
     pos: &mut Vec2,
-    flags: &mut u8,
+    flags: &mut AgentFlags,
     clear: &mut u32,
 ) {
     let p = *pos;
@@ -325,7 +325,7 @@ pub(crate) fn push_apart<const CLEARANCE: bool>(
     }
     if shift != Vec2::ZERO {
         *pos = walls.slide(p, shift.clamp_length_max(0.45 * walls.grid.cell_size()), r);
-        *flags |= PUSHED;
+        flags.set_pushed();
     }
 }
 
@@ -366,7 +366,10 @@ impl MarkBits {
 }
 
 /// A piece of the slots that a collision pass writes, as [`each_piece`] hands them out.
-type PassPiece<'r> = (usize, ((&'r mut [Vec2], &'r mut [u8]), &'r mut [u32]));
+type PassPiece<'r> = (
+    usize,
+    ((&'r mut [Vec2], &'r mut [AgentFlags]), &'r mut [u32]),
+);
 
 /// What a collision pass reads.
 pub(crate) struct PassContext<'a> {
@@ -386,7 +389,7 @@ fn mark_touched(
     v3: Option<V3>,
     ng: &NeighbourGrid,
     first: usize,
-    flags: &[u8],
+    flags: &[AgentFlags],
     positions: &[Vec2],
     radii: &[f32],
     marks: &MarkBits,
@@ -405,7 +408,7 @@ fn run_pass<const CLEARANCE: bool>(
     ctx: &PassContext,
     first: usize,
     positions: &mut [Vec2],
-    flags: &mut [u8],
+    flags: &mut [AgentFlags],
     clearances: &mut [u32],
 ) {
     #[cfg(target_arch = "x86_64")]
@@ -421,7 +424,7 @@ pub(crate) fn pass_rows<const CLEARANCE: bool>(
     ctx: &PassContext,
     first: usize,
     positions: &mut [Vec2],
-    flags: &mut [u8],
+    flags: &mut [AgentFlags],
     clearances: &mut [u32],
 ) {
     let (ng, radii, may_skip) = (ctx.ng, ctx.radii, ctx.may_skip);
@@ -443,7 +446,7 @@ pub(crate) fn pass_rows<const CLEARANCE: bool>(
         .zip(own_radii.chunks_exact(AGENTS_PER_BLOCK));
     for (b, (((positions, flags), clearances), radii)) in blocks.enumerate() {
         let (flags, clear, radii): (
-            &mut [u8; AGENTS_PER_BLOCK],
+            &mut [AgentFlags; AGENTS_PER_BLOCK],
             &[u32; AGENTS_PER_BLOCK],
             &[f32; AGENTS_PER_BLOCK],
         ) = (
@@ -452,9 +455,10 @@ pub(crate) fn pass_rows<const CLEARANCE: bool>(
             radii.try_into().expect("8"),
         );
         // (Left set if the last pass pushed too many to list.)
-        let word = u64::from_ne_bytes(*flags) & !u64::from_ne_bytes([PUSHED; AGENTS_PER_BLOCK]);
-        *flags = word.to_ne_bytes();
-        let alive = flag_lanes(word, ALIVE);
+        let pushed = u64::from_ne_bytes([AgentFlags::PUSHED_BIT; AGENTS_PER_BLOCK]);
+        let word = AgentFlags::word(flags) & !pushed;
+        AgentFlags::set_word(flags, word);
+        let alive = flag_lanes(word, AgentFlags::ALIVE_BIT);
         let block = first + b * AGENTS_PER_BLOCK;
         let mut search = if CLEARANCE {
             // Most of a spread-out crowd cannot touch anyone.
@@ -507,7 +511,7 @@ fn pass_one_by_one<const CLEARANCE: bool>(
     ctx: &PassContext,
     first: usize,
     positions: &mut [Vec2],
-    flags: &mut [u8],
+    flags: &mut [AgentFlags],
     clearances: &mut [u32],
 ) {
     let (ng, radii, may_skip) = (ctx.ng, ctx.radii, ctx.may_skip);
@@ -516,14 +520,14 @@ fn pass_one_by_one<const CLEARANCE: bool>(
         // crowd. (Pieces start at a multiple of 64.)
         debug_assert_eq!(first % 64, 0);
         for flags in flags.iter_mut() {
-            *flags &= !PUSHED;
+            flags.clear_pushed();
         }
         for (w, word) in (first / 64..(first + positions.len()).div_ceil(64)).enumerate() {
             let mut bits = marks.word(word);
             while bits != 0 {
                 let k = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                if flags[k] & ALIVE != 0 {
+                if flags[k].is_alive() {
                     let (pos, flags, clear) =
                         (&mut positions[k], &mut flags[k], &mut clearances[k]);
                     push_apart::<CLEARANCE>(
@@ -548,8 +552,8 @@ fn pass_one_by_one<const CLEARANCE: bool>(
         .zip(clearances.iter_mut());
     for (i, ((pos, flags), clear)) in (first..).zip(entries) {
         // (Left set if the last pass pushed too many to list.)
-        *flags &= !PUSHED;
-        if *flags & ALIVE != 0 {
+        flags.clear_pushed();
+        if flags.is_alive() {
             push_apart::<CLEARANCE>(level, ng, radii, &ctx.walls, may_skip, i, pos, flags, clear);
         }
     }
@@ -563,15 +567,15 @@ pub(crate) fn mark_rows(
     level: impl Level,
     ng: &NeighbourGrid,
     first: usize,
-    flags: &[u8],
+    flags: &[AgentFlags],
     positions: &[Vec2],
     radii: &[f32],
     marks: &MarkBits,
 ) {
     for (w, word) in flags.chunks(AGENTS_PER_BLOCK).enumerate() {
-        let mut bytes = [0u8; AGENTS_PER_BLOCK];
-        bytes[..word.len()].copy_from_slice(word);
-        let mut pushed = flag_lanes(u64::from_ne_bytes(bytes), PUSHED);
+        let mut eight = [AgentFlags::default(); AGENTS_PER_BLOCK];
+        eight[..word.len()].copy_from_slice(word);
+        let mut pushed = flag_lanes(AgentFlags::word(&eight), AgentFlags::PUSHED_BIT);
         while pushed != 0 {
             let m = first + w * AGENTS_PER_BLOCK + pushed.trailing_zeros() as usize;
             pushed &= pushed - 1;
@@ -609,8 +613,10 @@ mod tests {
                 .collect();
             let flags: Vec<u8> = (0..n).map(|k| (k * 37 + round) as u8).collect();
             let reach = (round % 70) as u8;
-            let mut got = flags.clone();
+            let mut got: Vec<AgentFlags> =
+                flags.iter().map(|&b| AgentFlags::from_bits(b)).collect();
             let count = clearance_levels(&mut got, &clear, less, inv_unit, reach);
+            let got: Vec<u8> = got.iter().map(|f| f.bits()).collect();
             let (mut want, mut want_count) = (flags.clone(), 0);
             for (f, &c) in want.iter_mut().zip(&clear) {
                 let bound = (f32::from_bits(c) - less) * inv_unit;
@@ -619,7 +625,8 @@ mod tests {
                 } else {
                     bound.clamp(0.0, 63.0)
                 } as u8;
-                *f = *f & 3 | level << CLEARANCE_SHIFT;
+                // Alive and stuck kept, the level above them, written out by hand.
+                *f = *f & 3 | level << 2;
                 want_count += (level >= reach) as u32;
             }
             assert_eq!(got, want, "round {round}");

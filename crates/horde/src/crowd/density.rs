@@ -43,7 +43,7 @@ impl Crowd {
             .partial_counts
             .resize(n.div_ceil(SLOTS_PER_REDUCTION), 0);
         let isa = self.isa();
-        let work = |(c, (flags, count)): (usize, (&mut [u8], &mut u32))| {
+        let work = |(c, (flags, count)): (usize, (&mut [AgentFlags], &mut u32))| {
             let clear = &clearances[c * SLOTS_PER_REDUCTION..c * SLOTS_PER_REDUCTION + flags.len()];
             *count = levels(isa, flags, clear, less, inv_unit, reach_level);
         };
@@ -102,7 +102,7 @@ impl Crowd {
 /// [`clearance_levels`] in the compilation this CPU runs (x86-64-v3 with a `V3`).
 fn levels(
     v3: Option<V3>,
-    flags: &mut [u8],
+    flags: &mut [AgentFlags],
     clear: &[u32],
     less: f32,
     inv_unit: f32,
@@ -121,7 +121,7 @@ fn levels(
 /// ([`baseline::levels4`]), the rest one by one, with the same levels.
 #[inline(always)]
 pub(crate) fn clearance_levels(
-    flags: &mut [u8],
+    flags: &mut [AgentFlags],
     clear: &[u32],
     less: f32,
     inv_unit: f32,
@@ -129,21 +129,23 @@ pub(crate) fn clearance_levels(
 ) -> u32 {
     let mut count = 0u32;
     let whole = flags.len().min(clear.len()) / 4 * 4;
-    let low_bits = u32::from_ne_bytes([(1 << CLEARANCE_SHIFT) - 1; 4]);
+    let shift = AgentFlags::CLEARANCE_SHIFT;
+    let low_bits = u32::from_ne_bytes([(1 << shift) - 1; 4]);
+    let most = AgentFlags::CLEARANCE_LEVELS;
     for (flags, clear) in flags[..whole]
         .chunks_exact_mut(4)
         .zip(clear.chunks_exact(4))
     {
-        let (flags, clear): (&mut [u8; 4], &[u32; 4]) =
+        let (flags, clear): (&mut [AgentFlags; 4], &[u32; 4]) =
             (flags.try_into().expect("4"), clear.try_into().expect("4"));
-        let (levels, reached) = baseline::levels4(clear, less, inv_unit, CLEARANCE_LEVELS, reach);
-        let word = u32::from_ne_bytes(*flags);
-        *flags = ((word & low_bits) | (levels << CLEARANCE_SHIFT)).to_ne_bytes();
+        let (levels, reached) = baseline::levels4(clear, less, inv_unit, most, reach);
+        let word = AgentFlags::word4(flags);
+        AgentFlags::set_word4(flags, (word & low_bits) | (levels << shift));
         count += reached;
     }
     for (flags, &clearance) in flags[whole..].iter_mut().zip(&clear[whole..]) {
-        let level = generic::level(clearance, less, inv_unit, CLEARANCE_LEVELS);
-        *flags = *flags & ((1 << CLEARANCE_SHIFT) - 1) | level << CLEARANCE_SHIFT;
+        let level = generic::level(clearance, less, inv_unit, most);
+        flags.set_clearance_level(level);
         count += (level >= reach) as u32;
     }
     count

@@ -26,11 +26,14 @@ use crate::grid::{Dir8, Grid, SizeMismatch};
 pub(crate) mod pieces;
 pub(crate) mod collide;
 pub(crate) mod density;
+mod flags;
 pub(crate) mod neighbours;
 mod sort;
 pub(crate) mod steer;
 mod step;
 pub(crate) mod walls;
+
+pub(crate) use flags::AgentFlags;
 
 use collide::*;
 use density::*;
@@ -288,7 +291,7 @@ pub struct Crowd {
     max_speeds: Vec<f32>,
     groups: Vec<u16>,
     states: Vec<AgentState>,
-    flags: Vec<u8>,
+    flags: Vec<AgentFlags>,
     /// Distance to the goal when the stuck timer last restarted.
     anchors: Vec<f32>,
     timers: Vec<f32>,
@@ -343,7 +346,6 @@ struct StepScratch {
     partial_counts: Vec<u32>,
     partial_reach: Vec<(u32, f32)>,
     partial_moves: Vec<(f32, f32, f32)>,
-    partial_worst: Vec<f32>,
     partial_stats: Vec<StepStats>,
 }
 
@@ -374,25 +376,14 @@ struct AgentRecord {
     max_speed: f32,
     group: u16,
     state: AgentState,
-    flags: u8,
+    flags: AgentFlags,
     anchor: f32,
     timer: f32,
     id: u32,
 }
 
-pub(crate) const ALIVE: u8 = 1;
 /// Neighbour candidates measured together by [`NeighbourGrid::for_each_near`].
 pub(crate) const ENTRIES_AT_ONCE: usize = 8;
-pub(crate) const STUCK: u8 = 2;
-/// During a step's collision passes (when the clearance bits of the flags are free): pushed by
-/// the last pass, and marked for the next one.
-pub(crate) const PUSHED: u8 = 4;
-pub(crate) const MARKED: u8 = 8;
-/// The flags above these two bits carry an agent's clearance from one step to the next, in
-/// multiples of the crowd's `clearance_unit`, rounded down.
-pub(crate) const CLEARANCE_SHIFT: u32 = 2;
-/// The largest clearance the flags hold, in units.
-pub(crate) const CLEARANCE_LEVELS: f32 = 63.0;
 /// The agents are sorted again once anyone may have moved this far (in cells of the neighbour
 /// grid) from where it was filed: further, and searches would have to look too far round.
 pub(crate) const RESORT_DRIFT: f32 = 0.25;
@@ -519,7 +510,7 @@ impl Crowd {
             max_speed: params.max_speed,
             group: params.group,
             state: AgentState::Moving,
-            flags: ALIVE,
+            flags: AgentFlags::ALIVE,
             anchor: f32::INFINITY,
             timer: 0.0,
             id,
@@ -555,7 +546,7 @@ impl Crowd {
     /// ```
     pub fn remove_agent(&mut self, handle: AgentHandle) -> Result<(), CrowdError> {
         let i = self.slot(handle)?;
-        self.flags[i] = 0;
+        self.flags[i].remove();
         let id = handle.index as usize;
         self.id_slots[id] = u32::MAX;
         self.id_generations[id] = self.id_generations[id].wrapping_add(1);
@@ -632,7 +623,7 @@ impl Crowd {
     }
     /// True if the agent is flagged stuck (see [`CrowdConfig::stuck_time`]). O(1).
     pub fn is_stuck(&self, h: AgentHandle) -> Result<bool, CrowdError> {
-        Ok(self.flags[self.slot(h)?] & STUCK != 0)
+        Ok(self.flags[self.slot(h)?].is_stuck())
     }
     /// Teleport an agent (knock-back, spawning): it reads the arrow where it lands. A position
     /// in a wall cell is moved to the nearest walkable cell, as [`Self::add_agent`] does; NaN or
@@ -691,7 +682,7 @@ impl Crowd {
         self.highest_and_fastest = None;
         self.states[i] = AgentState::Moving;
         self.timers[i] = 0.0;
-        self.flags[i] &= !STUCK;
+        self.flags[i].clear_stuck();
         Ok(())
     }
 
@@ -770,7 +761,7 @@ impl Crowd {
     /// ```
     pub fn handles(&self) -> impl Iterator<Item = AgentHandle> + '_ {
         (0..self.flags.len())
-            .filter(|&i| self.flags[i] & ALIVE != 0)
+            .filter(|&i| self.flags[i].is_alive())
             .map(|i| {
                 let id = self.ids[i];
                 AgentHandle {
@@ -797,7 +788,7 @@ impl Crowd {
     /// O(slots).
     pub fn stuck_agents(&self) -> impl Iterator<Item = AgentHandle> + '_ {
         self.handles()
-            .filter(|&h| self.slot(h).is_ok_and(|i| self.flags[i] & STUCK != 0))
+            .filter(|&h| self.slot(h).is_ok_and(|i| self.flags[i].is_stuck()))
     }
 
     fn check_grid(&self, what: &'static str, g: &Grid) -> Result<(), CrowdError> {
@@ -854,7 +845,10 @@ impl Crowd {
 
     /// The worst overlap between two agents right now, as a fraction of the sum of their radii
     /// (0 = none touch more than they should, 1 = two centres coincide). O(agents × neighbours),
-    /// in parallel; right after a step it reuses the step's neighbour grid (no re-sort).
+    /// in parallel. It reads the neighbour grid of the last step, searching round each agent as
+    /// far further as anyone has moved since; after agents were added, removed or placed by
+    /// hand, it files them in a grid of its own first (about 13 bytes per agent, freed on
+    /// return). It changes nothing, so a step after it gives the same bits as without it.
     ///
     /// ```
     /// use glam::Vec2;
@@ -867,32 +861,63 @@ impl Crowd {
     /// }
     /// assert!((crowd.max_overlap() - 0.5).abs() < 1e-6);
     /// ```
-    pub fn max_overlap(&mut self) -> f32 {
+    pub fn max_overlap(&self) -> f32 {
         if self.sorted {
-            self.refresh_snapshot();
-        } else {
-            self.sort_agents();
+            // Slot k is entry k. Everyone stands at most `moved` from its snapshot point, so
+            // a pair in touch now is within `2 × moved` more than touching there.
+            let ng = &self.neighbours;
+            let positions = &self.positions;
+            let moved = max_over_pieces(positions.len(), |range| {
+                range.fold(0.0f32, |m, k| m.max((positions[k] - ng.point(k)).length()))
+            });
+            return self.worst_overlap(ng, positions.len(), |e| e, moved);
         }
-        let (ng, radii, flags) = (&self.neighbours, &self.radii, &self.flags);
-        fold_chunks(
-            self.positions.len(),
-            &mut self.scratch.partial_worst,
-            0.0f32,
-            |range| {
-                let mut worst = 0.0f32;
-                for k in range.filter(|&k| flags[k] & ALIVE != 0) {
-                    let r = radii[k];
-                    ng.for_each_near::<false>(ng.point(k), k, r + ng.widest, |j, _, d2| {
-                        let sum = r + radii[j];
-                        if j > k && flags[j] & ALIVE != 0 && d2 < sum * sum {
-                            worst = worst.max((sum - d2.sqrt()) / sum);
-                        }
-                    });
+        let mut own = NeighbourGrid::default();
+        own.rebuild(
+            &self.positions,
+            &self.flags,
+            &self.radii,
+            &self.states,
+            self.alive,
+        );
+        let slots = &own.slots;
+        self.worst_overlap(&own, slots.len(), |e| slots[e] as usize, 0.0)
+    }
+
+    /// [`Self::max_overlap`] over the first `entries` entries of `ng`, entry `e` being the
+    /// agent of slot `slot_of(e)`, each searched `moved` further round its snapshot point than
+    /// touching.
+    fn worst_overlap(
+        &self,
+        ng: &NeighbourGrid,
+        entries: usize,
+        slot_of: impl Fn(usize) -> usize + Sync,
+        moved: f32,
+    ) -> f32 {
+        let (positions, radii, flags) = (&self.positions, &self.radii, &self.flags);
+        max_over_pieces(entries, |range| {
+            let mut worst = 0.0f32;
+            for e in range {
+                let k = slot_of(e);
+                if !flags[k].is_alive() {
+                    continue;
                 }
-                worst
-            },
-            f32::max,
-        )
+                let r = radii[k];
+                let within = r + ng.widest + 2.0 * moved;
+                ng.for_each_near::<false>(ng.point(e), e, within, |j, _, _| {
+                    let kj = slot_of(j);
+                    if j <= e || !flags[kj].is_alive() {
+                        return;
+                    }
+                    let sum = r + radii[kj];
+                    let d2 = (positions[k] - positions[kj]).length_squared();
+                    if d2 < sum * sum {
+                        worst = worst.max((sum - d2.sqrt()) / sum);
+                    }
+                });
+            }
+            worst
+        })
     }
 }
 
@@ -981,7 +1006,7 @@ pub(crate) mod tests {
         let positions: Vec<Vec2> = (0..n)
             .map(|_| corner + Vec2::new(next(), next()) * side)
             .collect();
-        let (flags, radii) = (vec![ALIVE; n], vec![0.3; n]);
+        let (flags, radii) = (vec![AgentFlags::ALIVE; n], vec![0.3; n]);
         let mut ng = NeighbourGrid {
             reach: 1.0,
             ..NeighbourGrid::default()
@@ -1042,10 +1067,19 @@ pub(crate) mod tests {
             flow: &f,
             goal: cost.grid().cell_center(target),
         }];
-        // Freshly added (re-sorted for the measure), then after steps (the step's own grid).
+        // Freshly added (its own grid for the measure), then after steps (the step's grid),
+        // with a twin that is never measured: measuring changes no bits.
+        let mut twin = crowd.clone();
+        let bits = |c: &Crowd| -> Vec<u32> {
+            c.positions()
+                .iter()
+                .flat_map(|p| [p.x.to_bits(), p.y.to_bits()])
+                .collect()
+        };
         for steps in [0, 1, 5, 30] {
             for _ in 0..steps {
                 crowd.step(0.05, &cost, &groups).unwrap();
+                twin.step(0.05, &cost, &groups).unwrap();
             }
             let want = every_pair(&crowd);
             let got = crowd.max_overlap();
@@ -1054,7 +1088,15 @@ pub(crate) mod tests {
                 "after {steps} steps: {got} vs {want}"
             );
             assert!(want > 0.0, "the crowd overlaps somewhere");
+            assert_eq!(bits(&crowd), bits(&twin), "after {steps} steps");
         }
+        // An agent put by hand onto another: its own grid again.
+        let handles: Vec<AgentHandle> = crowd.handles().collect();
+        let onto = crowd.position(handles[1]).unwrap() + Vec2::new(0.01, 0.0);
+        crowd.set_position(&cost, handles[0], onto).unwrap();
+        let (want, got) = (every_pair(&crowd), crowd.max_overlap());
+        assert!((got - want).abs() < 1e-5, "placed: {got} vs {want}");
+        assert!(want > 0.9, "{want}");
     }
 
     #[test]

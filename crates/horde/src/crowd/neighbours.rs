@@ -182,7 +182,7 @@ impl NeighbourGrid {
     pub(crate) fn rebuild(
         &mut self,
         positions: &[Vec2],
-        flags: &[u8],
+        flags: &[AgentFlags],
         radii: &[f32],
         states: &[AgentState],
         alive: usize,
@@ -200,7 +200,7 @@ impl NeighbourGrid {
             none,
             |range| {
                 range
-                    .filter(|&i| flags[i] & ALIVE != 0)
+                    .filter(|&i| flags[i].is_alive())
                     .fold(none, |(lo, hi, r), i| {
                         (lo.min(positions[i]), hi.max(positions[i]), r.max(radii[i]))
                     })
@@ -249,7 +249,7 @@ impl NeighbourGrid {
         let (origin, inv_cell, cols, last) = (self.origin, self.inv_cell, self.cols, self.last);
         self.xs.resize(n_old, 0.0);
         fill(&mut self.xs, |i| {
-            let cell = if flags[i] & ALIVE != 0 {
+            let cell = if flags[i].is_alive() {
                 cell_index(positions[i], origin, inv_cell, cols, last)
             } else {
                 u32::MAX

@@ -116,3 +116,23 @@ pub(crate) fn unpack<A, B>(
     };
     each_piece!(SLOTS_PER_REDUCTION, work, a, b);
 }
+
+/// The largest of `part(range)` over the pieces of `0..n` of [`SLOTS_PER_REDUCTION`] (in
+/// parallel with `parallel`), or 0: exact in any order, and nothing allocated.
+pub(crate) fn max_over_pieces(
+    n: usize,
+    part: impl Fn(std::ops::Range<usize>) -> f32 + Sync + Send,
+) -> f32 {
+    let pieces = n.div_ceil(SLOTS_PER_REDUCTION);
+    let piece = |c: usize| part(c * SLOTS_PER_REDUCTION..((c + 1) * SLOTS_PER_REDUCTION).min(n));
+    #[cfg(feature = "parallel")]
+    {
+        use rayon::prelude::*;
+        (0..pieces)
+            .into_par_iter()
+            .map(piece)
+            .reduce(|| 0.0, f32::max)
+    }
+    #[cfg(not(feature = "parallel"))]
+    (0..pieces).map(piece).fold(0.0, f32::max)
+}

@@ -40,19 +40,23 @@ impl Crowd {
         });
         let (ids, groups, flags) = (&self.ids, &self.groups, &self.flags);
         gather(order, &mut scratch, |o| {
-            let tag = groups[o] as u32 | (flags[o] as u32) << 16;
+            let tag = groups[o] as u32 | (flags[o].bits() as u32) << 16;
             Vec2::new(f32::from_bits(ids[o]), f32::from_bits(tag))
         });
         self.ids.resize(live, 0);
         self.groups.resize(live, 0);
-        self.flags.resize(live, 0);
+        self.flags.resize(live, AgentFlags::default());
         let tags = &scratch[..live];
-        type Tags<'t> = (usize, ((&'t mut [u32], &'t mut [u16]), &'t mut [u8]));
+        type Tags<'t> = (
+            usize,
+            ((&'t mut [u32], &'t mut [u16]), &'t mut [AgentFlags]),
+        );
         let work = |(c, ((ids, groups), flags)): Tags| {
             let entries = ids.iter_mut().zip(groups).zip(flags);
             for (((id, group), flags), tag) in entries.zip(&tags[c * SLOTS_PER_REDUCTION..]) {
                 let bits = tag.y.to_bits();
-                (*id, *group, *flags) = (tag.x.to_bits(), bits as u16, (bits >> 16) as u8);
+                let flag_bits = AgentFlags::from_bits((bits >> 16) as u8);
+                (*id, *group, *flags) = (tag.x.to_bits(), bits as u16, flag_bits);
             }
         };
         each_piece!(SLOTS_PER_REDUCTION, work, self.ids, self.groups, self.flags);

@@ -80,7 +80,7 @@ pub(crate) type Entries<'r> = (
     &'r mut AgentState,
     &'r mut f32,
     &'r mut f32,
-    &'r mut u8,
+    &'r mut AgentFlags,
 );
 
 /// A piece of every slot array that the update writes, as [`each_piece`] hands them out.
@@ -95,7 +95,7 @@ pub(crate) type AgentPiece<'r> = (
                 ),
                 &'r mut [f32],
             ),
-            &'r mut [u8],
+            &'r mut [AgentFlags],
         ),
         &'r mut [u32],
     ),
@@ -109,7 +109,7 @@ pub(crate) struct AgentRows<'r> {
     pub(crate) states: &'r mut [AgentState],
     pub(crate) anchors: &'r mut [f32],
     pub(crate) timers: &'r mut [f32],
-    pub(crate) flags: &'r mut [u8],
+    pub(crate) flags: &'r mut [AgentFlags],
     pub(crate) clearances: &'r mut [u32],
 }
 
@@ -161,7 +161,7 @@ pub(crate) fn update_rows(level: impl Level, ctx: &StepContext, rows: AgentRows)
         for (i, ((((((pos, vel), state), anchor), timer), flags), clear)) in
             (rows.first..).zip(entries)
         {
-            if *flags & ALIVE != 0 {
+            if flags.is_alive() {
                 let sample = ctx.sample(i, *pos);
                 let entries = (pos, vel, state, anchor, timer, flags);
                 ctx.start::<false>(Plain, i, entries, clear, sample);
@@ -190,7 +190,7 @@ pub(crate) fn update_rows(level: impl Level, ctx: &StepContext, rows: AgentRows)
                 <&mut [AgentState; AGENTS_PER_BLOCK]>::try_from(&mut *states),
                 <&mut [f32; AGENTS_PER_BLOCK]>::try_from(&mut *anchors),
                 <&mut [f32; AGENTS_PER_BLOCK]>::try_from(&mut *timers),
-                <&mut [u8; AGENTS_PER_BLOCK]>::try_from(&mut *flags),
+                <&mut [AgentFlags; AGENTS_PER_BLOCK]>::try_from(&mut *flags),
             )
         {
             walks.clear();
@@ -201,7 +201,7 @@ pub(crate) fn update_rows(level: impl Level, ctx: &StepContext, rows: AgentRows)
             } else {
                 // The first halves one by one.
                 let alive =
-                    (0..AGENTS_PER_BLOCK).fold(0, |m, l| m | ((rows.5[l] & ALIVE) as u32) << l);
+                    (0..AGENTS_PER_BLOCK).fold(0, |m, l| m | (rows.5[l].is_alive() as u32) << l);
                 v3.start_lanes(ctx, first, alive, &mut walks, &mut rows, clearances);
             }
             // Then those left staged eight at once.
@@ -221,7 +221,7 @@ pub(crate) fn update_rows(level: impl Level, ctx: &StepContext, rows: AgentRows)
             .zip(clearances.iter_mut());
         for (i, ((((((pos, vel), state), anchor), timer), flags), clear)) in (first..).zip(entries)
         {
-            if *flags & ALIVE != 0 {
+            if flags.is_alive() {
                 let sample = ctx.sample(i, *pos);
                 let entries = (pos, vel, state, anchor, timer, flags);
                 ctx.start::<false>(Plain, i, entries, clear, sample);
@@ -398,7 +398,7 @@ impl StepContext<'_> {
 
         // Separation from the k nearest neighbours (DetourCrowd's kernel).
         // The clearance kept from the last step, still a lower bound: no one moved since.
-        let known = (*flags >> CLEARANCE_SHIFT) as f32 * self.clearance_unit;
+        let known = flags.clearance_level() as f32 * self.clearance_unit;
         // (`STAGE` only in the x86-64-v3 compilation.)
         let contact =
             self.separation::<false>(level, i, p, radius, state, grp.goal, dist_goal, known);
@@ -494,7 +494,7 @@ impl StepContext<'_> {
         // Stuck: no straight-line progress towards the goal for `stuck_time`.
         // (The clearance bits are read in `start`, and written again at the end of the step if
         // they are kept: clear, they serve the collision passes.)
-        *flags &= ALIVE;
+        flags.begin_update();
         *timer += self.dt;
         if state != AgentState::Moving || *anchor - dist_goal >= cfg.stuck_distance {
             *anchor = dist_goal;
@@ -508,11 +508,11 @@ impl StepContext<'_> {
                 state = AgentState::Arrived;
                 *timer = 0.0;
             } else {
-                *flags |= STUCK;
+                flags.set_stuck();
             }
         }
         if self.track_clearances && move_bound(pos - p) > self.walk_bound {
-            *flags |= PUSHED;
+            flags.set_pushed();
         }
         *position = pos;
         *velocity = vel;

@@ -84,7 +84,7 @@ impl Crowd {
                     (0, 0.0f32),
                     |range| {
                         range
-                            .filter(|&i| flags[i] & ALIVE != 0)
+                            .filter(|&i| flags[i].is_alive())
                             .fold((0, 0.0f32), |(g, v), i| {
                                 (g.max(group_of[i] as u32 + 1), larger(v, max_speeds[i]))
                             })
@@ -97,7 +97,7 @@ impl Crowd {
         };
         if highest as usize > groups.len() {
             let i = (0..self.flags.len())
-                .find(|&i| self.flags[i] & ALIVE != 0 && self.groups[i] as usize >= groups.len())
+                .find(|&i| self.flags[i].is_alive() && self.groups[i] as usize >= groups.len())
                 .expect("an agent of a missing group");
             return Err(CrowdError::NoSuchGroup {
                 id: self.ids[i],
@@ -303,7 +303,7 @@ impl Crowd {
         type Piece<'p> = (usize, (&'p mut [(f32, f32)], &'p mut StepStats));
         let work = |(c, (parts, stats)): Piece| {
             for i in c * SLOTS_PER_REDUCTION..((c + 1) * SLOTS_PER_REDUCTION).min(n) {
-                if flags[i] & ALIVE == 0 {
+                if !flags[i].is_alive() {
                     continue;
                 }
                 match states[i] {
@@ -316,7 +316,7 @@ impl Crowd {
                     }
                     AgentState::NoPath => stats.no_path += 1,
                 }
-                stats.stuck += (flags[i] & STUCK != 0) as usize;
+                stats.stuck += (flags[i].is_stuck()) as usize;
             }
         };
         #[cfg(feature = "parallel")]

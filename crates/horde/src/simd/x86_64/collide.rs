@@ -6,7 +6,7 @@ use std::arch::x86_64::*;
 
 use glam::Vec2;
 
-use crate::crowd::PUSHED;
+use crate::crowd::AgentFlags;
 use crate::crowd::collide::{MarkBits, PassContext, mark_rows, pass_rows, push_apart};
 use crate::crowd::density::clearance_levels;
 use crate::crowd::neighbours::{NEAR8, NeighbourGrid};
@@ -30,7 +30,7 @@ impl V3 {
         self,
         ng: &NeighbourGrid,
         first: usize,
-        flags: &[u8],
+        flags: &[AgentFlags],
         positions: &[Vec2],
         radii: &[f32],
         marks: &MarkBits,
@@ -47,7 +47,7 @@ impl V3 {
         ctx: &PassContext,
         first: usize,
         positions: &mut [Vec2],
-        flags: &mut [u8],
+        flags: &mut [AgentFlags],
         clearances: &mut [u32],
     ) {
         // SAFETY: as in `update_rows`.
@@ -58,7 +58,7 @@ impl V3 {
     #[inline]
     pub(crate) fn clearance_levels(
         self,
-        flags: &mut [u8],
+        flags: &mut [AgentFlags],
         clear: &[u32],
         less: f32,
         inv_unit: f32,
@@ -77,7 +77,7 @@ impl V3 {
         block: usize,
         lanes: u32,
         positions: &mut [Vec2],
-        flags: &mut [u8; AGENTS_PER_BLOCK],
+        flags: &mut [AgentFlags; AGENTS_PER_BLOCK],
         own_radii: &[f32; AGENTS_PER_BLOCK],
     ) -> bool {
         // SAFETY: a `V3` exists only where the CPU has AVX2, the kernel's only requirement.
@@ -95,7 +95,7 @@ fn mark_rows_v3(
     v3: V3,
     ng: &NeighbourGrid,
     first: usize,
-    flags: &[u8],
+    flags: &[AgentFlags],
     positions: &[Vec2],
     radii: &[f32],
     marks: &MarkBits,
@@ -109,7 +109,7 @@ fn pass_rows_v3<const CLEARANCE: bool>(
     ctx: &PassContext,
     first: usize,
     positions: &mut [Vec2],
-    flags: &mut [u8],
+    flags: &mut [AgentFlags],
     clearances: &mut [u32],
 ) {
     pass_rows::<CLEARANCE>(v3, ctx, first, positions, flags, clearances)
@@ -117,7 +117,7 @@ fn pass_rows_v3<const CLEARANCE: bool>(
 
 #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
 fn clearance_levels_v3(
-    flags: &mut [u8],
+    flags: &mut [AgentFlags],
     clear: &[u32],
     less: f32,
     inv_unit: f32,
@@ -139,7 +139,7 @@ fn push8(
     block: usize,
     lanes: u32,
     positions: &mut [Vec2],
-    flags: &mut [u8; AGENTS_PER_BLOCK],
+    flags: &mut [AgentFlags; AGENTS_PER_BLOCK],
     own_radii: &[f32; AGENTS_PER_BLOCK],
 ) -> bool {
     let ng = ctx.ng;
@@ -223,7 +223,7 @@ fn push8(
                 positions[l] =
                     ctx.walls
                         .slide(p, shift.clamp_length_max(0.45 * cell), own_radii[l]);
-                flags[l] |= PUSHED;
+                flags[l].set_pushed();
             }
         }
     }

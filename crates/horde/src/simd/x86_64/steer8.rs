@@ -45,7 +45,7 @@ impl V3 {
         ctx: &StepContext,
         first: usize,
         positions: &[Vec2; AGENTS_PER_BLOCK],
-        flags: &[u8; AGENTS_PER_BLOCK],
+        flags: &[AgentFlags; AGENTS_PER_BLOCK],
     ) -> Option<Samples8> {
         // SAFETY: a `V3` exists only where the CPU has AVX2, the kernel's only requirement.
         unsafe { ctx.sample8(first, positions, flags) }
@@ -206,7 +206,7 @@ pub(crate) type Rows8<'r> = (
     &'r mut [AgentState; AGENTS_PER_BLOCK],
     &'r mut [f32; AGENTS_PER_BLOCK],
     &'r mut [f32; AGENTS_PER_BLOCK],
-    &'r mut [u8; AGENTS_PER_BLOCK],
+    &'r mut [AgentFlags; AGENTS_PER_BLOCK],
 );
 
 /// Lane `l`'s entries among a block's.
@@ -343,11 +343,11 @@ impl StepContext<'_> {
         &self,
         first: usize,
         positions: &[Vec2; AGENTS_PER_BLOCK],
-        flags: &[u8; AGENTS_PER_BLOCK],
+        flags: &[AgentFlags; AGENTS_PER_BLOCK],
     ) -> Option<Samples8> {
-        let alive = u64::from_ne_bytes([ALIVE; 8]);
+        let alive = u64::from_ne_bytes([AgentFlags::ALIVE_BIT; 8]);
         if !matches!(self.config.sampling, Sampling::Bilinear)
-            || u64::from_ne_bytes(*flags) & alive != alive
+            || AgentFlags::word(flags) & alive != alive
         {
             return None;
         }
@@ -581,7 +581,7 @@ impl StepContext<'_> {
         // Separation: only the lanes whose clearance may not exceed their reach search.
         // SAFETY: reads 8 bytes from an array of 8.
         let flags = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(rows.5.as_ptr().cast()) });
-        let levels = _mm256_srli_epi32::<{ CLEARANCE_SHIFT as i32 }>(flags);
+        let levels = _mm256_srli_epi32::<{ AgentFlags::CLEARANCE_SHIFT as i32 }>(flags);
         let known = _mm256_mul_ps(_mm256_cvtepi32_ps(levels), splat(self.clearance_unit));
         let radius = load(
             self.radii[first..first + AGENTS_PER_BLOCK]
@@ -907,11 +907,12 @@ impl StepContext<'_> {
             );
         }
         // The flags eight at once, as bytes of one word.
-        let word = u64::from_ne_bytes(*flags);
-        let set = (spread(stuck) * STUCK as u64) | (spread(pushed) * PUSHED as u64);
+        let word = AgentFlags::word(flags);
+        let set = (spread(stuck) * AgentFlags::STUCK_BIT as u64)
+            | (spread(pushed) * AgentFlags::PUSHED_BIT as u64);
         let finished = spread(done) * 0xff;
-        let kept = (word & u64::from_ne_bytes([ALIVE; AGENTS_PER_BLOCK])) | set;
-        *flags = ((word & !finished) | (kept & finished)).to_ne_bytes();
+        let kept = (word & u64::from_ne_bytes([AgentFlags::ALIVE_BIT; AGENTS_PER_BLOCK])) | set;
+        AgentFlags::set_word(flags, (word & !finished) | (kept & finished));
         // Arrived if it arrives now or had, moving if it was and does not arrive, else no way.
         let (arrived, moving) = (arrive | walks.arrived, walks.moving & !arrive);
         const BY_CODE: [AgentState; 4] = [
