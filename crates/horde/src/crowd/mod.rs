@@ -864,12 +864,17 @@ impl Crowd {
     pub fn max_overlap(&self) -> f32 {
         if self.sorted {
             // Slot k is entry k. Everyone stands at most `moved` from its snapshot point, so
-            // a pair in touch now is within `2 × moved` more than touching there.
+            // a search round where an agent stands now reaches everyone touching it if it
+            // looks `moved` further (the grid adds how far its points stand off their cells).
             let ng = &self.neighbours;
             let positions = &self.positions;
-            let moved = max_over_pieces(positions.len(), |range| {
-                range.fold(0.0f32, |m, k| m.max((positions[k] - ng.point(k)).length()))
-            });
+            let moved = if self.snapshot_current {
+                0.0
+            } else {
+                max_over_pieces(positions.len(), |range| {
+                    range.fold(0.0f32, |m, k| m.max((positions[k] - ng.point(k)).length()))
+                })
+            };
             return self.worst_overlap(ng, positions.len(), |e| e, moved);
         }
         let mut own = NeighbourGrid::default();
@@ -885,8 +890,8 @@ impl Crowd {
     }
 
     /// [`Self::max_overlap`] over the first `entries` entries of `ng`, entry `e` being the
-    /// agent of slot `slot_of(e)`, each searched `moved` further round its snapshot point than
-    /// touching.
+    /// agent of slot `slot_of(e)`, each searched round where it stands, `moved` further than
+    /// touching (as far as anyone moved since `ng`'s points were taken).
     fn worst_overlap(
         &self,
         ng: &NeighbourGrid,
@@ -903,8 +908,8 @@ impl Crowd {
                     continue;
                 }
                 let r = radii[k];
-                let within = r + ng.widest + 2.0 * moved;
-                ng.for_each_near::<false>(ng.point(e), e, within, |j, _, _| {
+                let within = r + ng.widest + moved;
+                ng.for_each_near::<false>(positions[k], e, within, |j, _, _| {
                     let kj = slot_of(j);
                     if j <= e || !flags[kj].is_alive() {
                         return;
