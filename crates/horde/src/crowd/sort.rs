@@ -65,7 +65,7 @@ impl Crowd {
         // Each id's new slot is the new slot of its old one. Where each old slot went is parked
         // as bits in the scratch, each thread taking a run of old slots (reading the whole
         // order, which mostly keeps them in place); then each id reads its own, its removed
-        // ones keeping none. (Writing each slot at its id instead costs a third more: the ids
+        // ones keeping none. (Writing each slot at its id instead costs more: the ids
         // lie in no order the sort keeps, and random writes cost more than random reads.)
         let width = scratch.len().div_ceil(sort_parts()).max(1);
         each_chunk(&mut scratch, width, |c, run| {
