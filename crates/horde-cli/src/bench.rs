@@ -44,18 +44,12 @@ pub struct Args {
 pub const PEERS_NEED_FEATURE: &str = "pathfinding, bracket-lib  (the peer rows need a build with \
 `--features peers`: cargo run --release -p horde-cli --features peers -- bench)";
 
-fn parse_size(s: &str) -> Result<(u32, u32)> {
-    let (w, h) = s
-        .split_once(['x', 'X'])
-        .ok_or_else(|| anyhow::anyhow!("--size '{s}' is not WxH"))?;
-    Ok((w.parse()?, h.parse()?))
-}
-
 pub fn run(a: &Args) -> Result<ExitCode> {
     let (cost, name) = match (&a.map, &a.size) {
         (Some(m), _) => load_map(m)?,
         (None, Some(s)) => {
-            let (w, h) = parse_size(s)?;
+            let (w, h) =
+                horde_cli::args::parse_size(s).map_err(|e| anyhow::anyhow!("--size {e}"))?;
             (
                 horde::maps::scattered_map(w, h, horde::maps::DEMO_SEED)?,
                 format!("generated {w}x{h}"),

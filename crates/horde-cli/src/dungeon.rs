@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::render::Canvas;
 use horde::dungeon::{Dungeon, DungeonConfig, Tile, generate};
@@ -44,16 +44,6 @@ pub struct Args {
     tiled: Option<String>,
 }
 
-fn parse_pair(s: &str, sep: &str, what: &str) -> Result<(u32, u32)> {
-    let (a, b) = s
-        .split_once(sep)
-        .with_context(|| format!("{what} '{s}' is not A{sep}B"))?;
-    Ok((
-        a.trim().parse().with_context(|| format!("{what} '{s}'"))?,
-        b.trim().parse().with_context(|| format!("{what} '{s}'"))?,
-    ))
-}
-
 /// Colour of a tile in pictures.
 pub fn tile_rgb(t: Tile) -> [u8; 3] {
     match t {
@@ -82,8 +72,10 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             crate::util::check_output(path, flag)?;
         }
     }
-    let (width, height) = parse_pair(&a.size, "x", "--size")?;
-    let (room_min, room_max) = parse_pair(&a.room_size, "..", "--room-size")?;
+    let (width, height) =
+        horde_cli::args::parse_size(&a.size).map_err(|e| anyhow::anyhow!("--size {e}"))?;
+    let (room_min, room_max) = horde_cli::args::parse_range(&a.room_size)
+        .map_err(|e| anyhow::anyhow!("--room-size {e}"))?;
     let config = DungeonConfig {
         width,
         height,

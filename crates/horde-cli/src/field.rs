@@ -49,34 +49,7 @@ pub struct Args {
     move_goals: Vec<UVec2>,
 }
 
-/// `X0,Y0,X1,Y1,COST`: a rectangle with both corners inclusive (in either order) and its cost.
-pub fn parse_edit(s: &str) -> Result<CostEdit, String> {
-    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
-    if parts.len() != 5 {
-        return Err(format!(
-            "'{s}' is not X0,Y0,X1,Y1,COST (five numbers separated by commas)"
-        ));
-    }
-    let mut n = [0u32; 5];
-    for (v, p) in n.iter_mut().zip(&parts) {
-        *v = p
-            .parse()
-            .map_err(|_| format!("'{p}' in '{s}' is not a whole number"))?;
-    }
-    let cost = match n[4] {
-        c @ 1..=255 => c as u8,
-        c => {
-            return Err(format!(
-                "cost {c} in '{s}' is not 1-254 (terrain) or 255 (wall)"
-            ));
-        }
-    };
-    Ok(CostEdit::Rect {
-        min: UVec2::new(n[0].min(n[2]), n[1].min(n[3])),
-        max: UVec2::new(n[0].max(n[2]), n[1].max(n[3])),
-        cost,
-    })
-}
+pub use horde_cli::args::parse_edit;
 
 pub fn run(a: &Args) -> Result<ExitCode> {
     let outputs = [

@@ -65,7 +65,19 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        Err(e) => {
+            // clap quotes a refused value whole: cut long ones to a screenful.
+            let args: Vec<String> = std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let text = horde_cli::args::shorten_args_in(&e.render().to_string(), &args);
+            eprint!("{text}");
+            return ExitCode::from(2);
+        }
+    };
     util::set_max_image_cells(cli.max_cells as u64);
     let result = match cli.command {
         None => demo::run(&demo::Args::default()),

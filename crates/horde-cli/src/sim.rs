@@ -187,15 +187,9 @@ fn spawn_cells(cost: &CostField, a: &Args, name: &str) -> Result<Vec<usize>> {
     let area = match &a.spawn {
         None => (0, 0, u32::MAX, u32::MAX),
         Some(text) => {
-            let v: Vec<u32> = text
-                .split(',')
-                .map(|t| t.trim().parse())
-                .collect::<Result<_, _>>()
-                .map_err(|_| anyhow::anyhow!("--spawn '{text}' is not X0,Y0,X1,Y1"))?;
-            if v.len() != 4 || v[0] > v[2] || v[1] > v[3] {
-                bail!("--spawn '{text}' is not X0,Y0,X1,Y1 with X0 <= X1 and Y0 <= Y1");
-            }
-            (v[0], v[1], v[2], v[3])
+            let (lo, hi) =
+                horde_cli::args::parse_rect(text).map_err(|e| anyhow::anyhow!("--spawn {e}"))?;
+            (lo.x, lo.y, hi.x, hi.y)
         }
     };
     let walkable: Vec<usize> = (0..cost.grid().len())

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use glam::UVec2;
 use horde::CostField;
+use horde::io::shown_path;
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Largest map, in cells, that a greyscale PNG may describe by default (64 Mi: 8192 × 8192).
@@ -33,43 +34,7 @@ pub const MAX_ROOMS: u64 = 100_000;
 /// Most pixels per cell in pictures.
 pub const MAX_SCALE: u64 = 64;
 
-/// A clap parser for a whole number in `lo..=hi` that names the range when it refuses one.
-pub fn count_in(lo: u64, hi: u64) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync {
-    move |s: &str| {
-        let t = s.trim();
-        if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(format!("not a whole number (allowed: {lo} to {hi})"));
-        }
-        // Digits only: a parse can fail only by overflowing u64, which is too large too.
-        match t.parse::<u64>() {
-            Ok(v) if v < lo => Err(format!("too small (at least {lo})")),
-            Ok(v) if v <= hi => Ok(v as usize),
-            _ => Err(format!("too large (at most {hi})")),
-        }
-    }
-}
-
-/// A clap parser for a finite number in `lo..=hi` (`lo` itself excluded when `open_lo`), which
-/// names the range when it refuses one.
-pub fn number_in(
-    lo: f32,
-    hi: f32,
-    open_lo: bool,
-) -> impl Fn(&str) -> Result<f32, String> + Clone + Send + Sync {
-    move |s: &str| {
-        let range = format!("{}{lo}, {hi}]", if open_lo { "(" } else { "[" });
-        let v: f32 = s
-            .trim()
-            .parse()
-            .map_err(|_| format!("not a number (allowed: {range})"))?;
-        let above_lo = if open_lo { v > lo } else { v >= lo };
-        if v.is_finite() && above_lo && v <= hi {
-            Ok(v)
-        } else {
-            Err(format!("outside {range}"))
-        }
-    }
-}
+pub use horde_cli::args::{count_in, number_in, parse_cell};
 
 /// The `--max-cells` the user gave, set once at start-up.
 static IMAGE_CELLS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
@@ -87,10 +52,8 @@ pub fn load_map(arg: &str) -> Result<(CostField, String)> {
         return Ok((horde::maps::demo_map(), "builtin".to_owned()));
     }
     if let Some(size) = arg.strip_prefix("builtin:") {
-        let (w, h) = size
-            .split_once('x')
-            .and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)))
-            .with_context(|| format!("'{arg}' is not builtin:WxH"))?;
+        let (w, h) = horde_cli::args::parse_size(size)
+            .map_err(|e| anyhow::anyhow!("{} is not builtin:WxH ({e})", horde::io::quoted(arg)))?;
         let map = horde::maps::scattered_map(w, h, horde::maps::DEMO_SEED)?;
         return Ok((map, arg.to_owned()));
     }
@@ -100,31 +63,6 @@ pub fn load_map(arg: &str) -> Result<(CostField, String)> {
     }
     let cost = horde::io::read_map(arg)?;
     Ok((cost, arg.to_owned()))
-}
-
-/// `X,Y` → a cell.
-pub fn parse_cell(s: &str) -> Result<UVec2, String> {
-    use horde::io::quoted;
-    let (x, y) = s
-        .split_once(',')
-        .ok_or_else(|| format!("{} is not X,Y", quoted(s)))?;
-    let whole = |v: &str| {
-        let v = v.trim();
-        v.parse::<u32>().map_err(|_| {
-            if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
-                format!(
-                    "{} in {} is too large (at most {})",
-                    quoted(v),
-                    quoted(s),
-                    u32::MAX
-                )
-            } else {
-                format!("{} in {} is not a whole number", quoted(v), quoted(s))
-            }
-        })
-    };
-    let (x, y) = (whole(x)?, whole(y)?);
-    Ok(UVec2::new(x, y))
 }
 
 /// Fail with a message naming the cell if it is outside the map or a wall, and the walkable
@@ -193,6 +131,11 @@ pub fn bytes(n: usize) -> String {
 }
 
 /// The folder a file would be written in (`.` for a bare file name).
+/// A path as errors show it (`horde::io::shown_path`).
+fn shown(path: &str) -> String {
+    shown_path(std::path::Path::new(path))
+}
+
 fn folder_of(path: &str) -> &std::path::Path {
     match std::path::Path::new(path).parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -205,13 +148,32 @@ fn folder_of(path: &str) -> &std::path::Path {
 pub fn check_output(path: &str, flag: &str) -> Result<()> {
     let folder = folder_of(path);
     if !folder.is_dir() {
-        bail!("{flag} {path}: folder {} does not exist", folder.display());
+        bail!(
+            "{flag} {}: folder {} does not exist",
+            shown(path),
+            shown_path(folder)
+        );
     }
     if std::path::Path::new(path).is_dir() {
-        bail!("{flag} {path}: is a folder");
+        bail!("{flag} {}: is a folder", shown(path));
     }
-    tempfile::NamedTempFile::new_in(folder)
-        .with_context(|| format!("{flag} {path}: cannot write in {}", folder.display()))?;
+    // Most file systems refuse a name (the last part of the path) over 255 bytes.
+    let name = std::path::Path::new(path)
+        .file_name()
+        .map_or(0, |n| n.len());
+    if name > 255 {
+        bail!(
+            "{flag} {}: the file name is {name} bytes long (at most 255)",
+            shown(path)
+        );
+    }
+    tempfile::NamedTempFile::new_in(folder).with_context(|| {
+        format!(
+            "{flag} {}: cannot write in {}",
+            shown(path),
+            shown_path(folder)
+        )
+    })?;
     Ok(())
 }
 
@@ -229,7 +191,7 @@ impl AtomicFile {
         let file = tempfile::Builder::new()
             .prefix(".horde-")
             .tempfile_in(folder_of(path))
-            .with_context(|| format!("cannot write {path}"))?;
+            .with_context(|| format!("cannot write {}", shown(path)))?;
         Ok(AtomicFile {
             file,
             path: path.to_owned(),
@@ -252,11 +214,11 @@ impl AtomicFile {
         self.file
             .as_file()
             .sync_all()
-            .with_context(|| format!("cannot write {path}"))?;
+            .with_context(|| format!("cannot write {}", shown(&path)))?;
         self.file
             .persist(&path)
             .map_err(|e| e.error)
-            .with_context(|| format!("cannot write {path}"))?;
+            .with_context(|| format!("cannot write {}", shown(&path)))?;
         Ok(())
     }
 }
@@ -267,6 +229,6 @@ pub fn write_file(path: &str, text: &str) -> Result<()> {
     let mut f = AtomicFile::create(path)?;
     f.writer()
         .write_all(text.as_bytes())
-        .with_context(|| format!("cannot write {path}"))?;
+        .with_context(|| format!("cannot write {}", shown(path)))?;
     f.commit()
 }

@@ -1016,3 +1016,112 @@ fn messages_quote_little_and_escape_control_bytes() {
         "{err}"
     );
 }
+
+#[test]
+fn long_and_odd_argument_values_come_back_cut_to_a_screenful() {
+    // A value of 5,000 characters (or with a control character) in every kind of argument:
+    // refused with exit 2, the message under 1 KB and free of control characters, whether
+    // clap or the program refuses it, and nothing written.
+    let long = "9".repeat(5000);
+    let out = tmp("long-args.map");
+    let out_arg = out.to_str().unwrap().to_owned();
+    let with = |prefix: &str| format!("{prefix}{long}");
+    let cases: Vec<Vec<String>> = vec![
+        vec![
+            "sim".into(),
+            "builtin".into(),
+            "--goal".into(),
+            "1,1".into(),
+            "--agents".into(),
+            long.clone(),
+        ],
+        vec!["sim".into(), "builtin".into(), "--goal".into(), with("1,")],
+        vec![
+            "sim".into(),
+            "builtin".into(),
+            "--goal".into(),
+            "1,1".into(),
+            "--spawn".into(),
+            with("0,0,1,"),
+        ],
+        vec![
+            "sim".into(),
+            "builtin".into(),
+            "--goal".into(),
+            "1,1".into(),
+            "--dt".into(),
+            with("0."),
+        ],
+        vec![
+            "field".into(),
+            "builtin".into(),
+            "--goal".into(),
+            "1,1".into(),
+            "--edit".into(),
+            with("1,2,3,4,"),
+        ],
+        vec![
+            "field".into(),
+            with("builtin:1x"),
+            "--goal".into(),
+            "1,1".into(),
+        ],
+        vec![
+            "dungeon".into(),
+            "--room-size".into(),
+            with("5.."),
+            "--out".into(),
+            out_arg.clone(),
+        ],
+        vec![
+            "dungeon".into(),
+            "--size".into(),
+            with("40x"),
+            "--out".into(),
+            out_arg.clone(),
+        ],
+        vec!["bench".into(), "--size".into(), with("x")],
+        vec![
+            "sim".into(),
+            "builtin".into(),
+            "--goal".into(),
+            "1\u{7},1".into(),
+        ],
+        vec![
+            "field".into(),
+            format!("{long}.map"),
+            "--goal".into(),
+            "1,1".into(),
+        ],
+        vec![
+            "dungeon".into(),
+            "--out".into(),
+            format!("{}/{long}.map", out.parent().unwrap().display()),
+        ],
+        vec![
+            "dungeon".into(),
+            "--out".into(),
+            format!("/nonexistent/{long}/d.map"),
+        ],
+        vec![
+            "field".into(),
+            "builtin".into(),
+            "--goal".into(),
+            "1,1".into(),
+            "--png".into(),
+            format!("/tmp/{long}/x.png"),
+        ],
+    ];
+    for args in cases {
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, _, err) = horde(&argv);
+        let shown: Vec<String> = args.iter().map(|a| a.chars().take(30).collect()).collect();
+        assert_eq!(code, 2, "{shown:?}: {err}");
+        assert!(err.len() < 1024, "{shown:?}: {} bytes", err.len());
+        assert!(
+            !err.chars().any(|c| c.is_control() && c != '\n'),
+            "{shown:?}: {err:?}"
+        );
+        assert!(!out.exists(), "{shown:?} wrote {out:?}");
+    }
+}

@@ -159,12 +159,44 @@ fn map_bytes_needed(head: &[u8]) -> u64 {
     }
 }
 
+/// How errors name a file: its path, with control characters escaped and, past 80
+/// characters, the middle left out (the start and the file's own name kept). O(path).
+///
+/// ```
+/// let long = format!("/data/{}/level.map", "x".repeat(500));
+/// let shown = horde::io::shown_path(long.as_ref());
+/// assert!(shown.starts_with("/data/xxx") && shown.ends_with("xx/level.map"));
+/// assert_eq!(shown.chars().count(), 76);
+/// ```
+pub fn shown_path(path: &Path) -> String {
+    let full = path.display().to_string();
+    let escaped: String = full
+        .chars()
+        .flat_map(|c| {
+            let plain = !(c.is_control() || c == '\u{feff}');
+            let shown: Vec<char> = if plain {
+                vec![c]
+            } else {
+                c.escape_default().collect()
+            };
+            shown
+        })
+        .collect();
+    let chars: Vec<char> = escaped.chars().collect();
+    if chars.len() <= 80 {
+        return escaped;
+    }
+    let head: String = chars[..30].iter().collect();
+    let tail: String = chars[chars.len() - 45..].iter().collect();
+    format!("{head}…{tail}")
+}
+
 /// Read a file, but never more than `cap(first bytes)` bytes: a file longer than that is
 /// refused without reading the rest (a huge or endless file does not fill memory).
 fn read(path: &Path, cap: impl Fn(&[u8]) -> u64) -> Result<Vec<u8>, MapError> {
     use std::io::Read;
     let io = |e: std::io::Error| MapError::Io {
-        file: path.display().to_string(),
+        file: shown_path(path),
         reason: e.to_string(),
     };
     let mut file = std::fs::File::open(path).map_err(io)?;
@@ -179,7 +211,7 @@ fn read(path: &Path, cap: impl Fn(&[u8]) -> u64) -> Result<Vec<u8>, MapError> {
         .map_err(io)?;
     if bytes.len() as u64 > most {
         return Err(MapError::Io {
-            file: path.display().to_string(),
+            file: shown_path(path),
             reason: format!("longer than the {most} bytes its header allows"),
         });
     }
@@ -416,7 +448,7 @@ fn read_rows<'a>(
 /// Read a `.map` file from disk. O(file size).
 pub fn read_map(path: impl AsRef<Path>) -> Result<CostField, MapError> {
     let path = path.as_ref();
-    parse_map(&read(path, map_bytes_needed)?, &path.display().to_string())
+    parse_map(&read(path, map_bytes_needed)?, &shown_path(path))
 }
 
 /// The `.map` text of a cost field: `.` for cost 1, `@` for walls, digits for 2–9.
@@ -633,10 +665,7 @@ pub fn parse_scen(bytes: &[u8], file: &str) -> Result<Vec<Scenario>, MapError> {
 /// Read a `.scen` file from disk. O(file size).
 pub fn read_scen(path: impl AsRef<Path>) -> Result<Vec<Scenario>, MapError> {
     let path = path.as_ref();
-    parse_scen(
-        &read(path, |_| MAX_SCEN_BYTES)?,
-        &path.display().to_string(),
-    )
+    parse_scen(&read(path, |_| MAX_SCEN_BYTES)?, &shown_path(path))
 }
 
 /// A greyscale PNG as a cost field: black is wall, white is cost 1, grey is costlier the darker
@@ -718,12 +747,23 @@ pub fn read_png_map(path: impl AsRef<Path>, max_cells: u64) -> Result<CostField,
     // A PNG compresses: at most the raw pixels (two bytes each, with alpha) plus a little per
     // row and chunk, for the largest image allowed.
     let cap = |_: &[u8]| 2 * max_cells.min(MAX_CELLS) + 8 * MAX_SIDE as u64 + (1 << 20);
-    parse_png_map(&read(path, cap)?, &path.display().to_string(), max_cells)
+    parse_png_map(&read(path, cap)?, &shown_path(path), max_cells)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_name_long_and_odd_file_names_in_short() {
+        let long = format!("/tmp/{}/name.map", "d".repeat(5000));
+        let err = read_map(&long).unwrap_err().to_string();
+        assert!(err.len() < 300, "{} bytes", err.len());
+        assert!(err.starts_with("/tmp/ddd") && err.contains("…"), "{err}");
+        assert!(err.contains("dd/name.map"), "{err}");
+        let odd = read_map("/tmp/no\u{7}such.map").unwrap_err().to_string();
+        assert!(odd.starts_with("/tmp/no\\u{7}such.map"), "{odd}");
+    }
 
     fn err(text: &str) -> String {
         parse_map(text.as_bytes(), "t.map").unwrap_err().to_string()

@@ -1,0 +1,205 @@
+//! The parsers of the CLI's argument values: counts and numbers in ranges, cells, sizes,
+//! ranges, rectangles and cost edits. Each refusal names the value (quoted and cut to a
+//! screenful by `horde::io::quoted`) and what is allowed; none panics, whatever the text
+//! (fuzzed: `fuzz/fuzz_targets/cli_args.rs`).
+
+use glam::UVec2;
+use horde::CostEdit;
+use horde::io::quoted;
+
+/// A clap parser for a whole number in `lo..=hi` that names the range when it refuses one.
+pub fn count_in(lo: u64, hi: u64) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync {
+    move |s: &str| {
+        let t = s.trim();
+        if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!("not a whole number (allowed: {lo} to {hi})"));
+        }
+        // Digits only: a parse can fail only by overflowing u64, which is too large too.
+        match t.parse::<u64>() {
+            Ok(v) if v < lo => Err(format!("too small (at least {lo})")),
+            Ok(v) if v <= hi => usize::try_from(v).map_err(|_| format!("too large (at most {hi})")),
+            _ => Err(format!("too large (at most {hi})")),
+        }
+    }
+}
+
+/// A clap parser for a finite number in `lo..=hi` (`lo` itself excluded when `open_lo`), which
+/// names the range when it refuses one.
+pub fn number_in(
+    lo: f32,
+    hi: f32,
+    open_lo: bool,
+) -> impl Fn(&str) -> Result<f32, String> + Clone + Send + Sync {
+    move |s: &str| {
+        let range = format!("{}{lo}, {hi}]", if open_lo { "(" } else { "[" });
+        let v: f32 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("not a number (allowed: {range})"))?;
+        let above_lo = if open_lo { v > lo } else { v >= lo };
+        if v.is_finite() && above_lo && v <= hi {
+            Ok(v)
+        } else {
+            Err(format!("outside {range}"))
+        }
+    }
+}
+
+/// A whole number that fits a `u32`, or why not (naming `part` of `whole`).
+fn whole_u32(part: &str, whole: &str) -> Result<u32, String> {
+    let v = part.trim();
+    v.parse::<u32>().map_err(|_| {
+        if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+            format!(
+                "{} in {} is too large (at most {})",
+                quoted(v),
+                quoted(whole),
+                u32::MAX
+            )
+        } else {
+            format!("{} in {} is not a whole number", quoted(v), quoted(whole))
+        }
+    })
+}
+
+/// `X,Y` → a cell.
+pub fn parse_cell(s: &str) -> Result<UVec2, String> {
+    let (x, y) = s
+        .split_once(',')
+        .ok_or_else(|| format!("{} is not X,Y", quoted(s)))?;
+    Ok(UVec2::new(whole_u32(x, s)?, whole_u32(y, s)?))
+}
+
+/// `WxH` (or `WXH`) → a width and a height.
+pub fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("{} is not WxH", quoted(s)))?;
+    Ok((whole_u32(w, s)?, whole_u32(h, s)?))
+}
+
+/// `A..B` → two whole numbers.
+pub fn parse_range(s: &str) -> Result<(u32, u32), String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("{} is not A..B", quoted(s)))?;
+    Ok((whole_u32(a, s)?, whole_u32(b, s)?))
+}
+
+/// `X0,Y0,X1,Y1` → a rectangle of cells, corners inclusive, `X0 <= X1` and `Y0 <= Y1`.
+pub fn parse_rect(s: &str) -> Result<(UVec2, UVec2), String> {
+    let parts: Vec<&str> = s.split(',').collect();
+    if parts.len() != 4 {
+        return Err(format!("{} is not X0,Y0,X1,Y1", quoted(s)));
+    }
+    let mut n = [0u32; 4];
+    for (v, p) in n.iter_mut().zip(&parts) {
+        *v = whole_u32(p, s)?;
+    }
+    if n[0] > n[2] || n[1] > n[3] {
+        return Err(format!(
+            "{} is not X0,Y0,X1,Y1 with X0 <= X1 and Y0 <= Y1",
+            quoted(s)
+        ));
+    }
+    Ok((UVec2::new(n[0], n[1]), UVec2::new(n[2], n[3])))
+}
+
+/// `X0,Y0,X1,Y1,COST` → a rectangle edit (corners in any order; cost 1-254 terrain, 255
+/// wall).
+pub fn parse_edit(s: &str) -> Result<CostEdit, String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    if parts.len() != 5 {
+        return Err(format!(
+            "{} is not X0,Y0,X1,Y1,COST (five numbers separated by commas)",
+            quoted(s)
+        ));
+    }
+    let mut n = [0u32; 5];
+    for (v, p) in n.iter_mut().zip(&parts) {
+        *v = whole_u32(p, s)?;
+    }
+    let cost = match n[4] {
+        c @ 1..=255 => c as u8,
+        c => {
+            return Err(format!(
+                "cost {c} in {} is not 1-254 (terrain) or 255 (wall)",
+                quoted(s)
+            ));
+        }
+    };
+    Ok(CostEdit::Rect {
+        min: UVec2::new(n[0].min(n[2]), n[1].min(n[3])),
+        max: UVec2::new(n[0].max(n[2]), n[1].max(n[3])),
+        cost,
+    })
+}
+
+/// Cut every argument longer than a screenful (or holding control characters) out of a clap
+/// error message, as `horde::io::quoted` shows values: clap quotes the raw value whole.
+pub fn shorten_args_in(message: &str, args: &[String]) -> String {
+    let mut text = message.to_owned();
+    for a in args {
+        if a.chars().count() > 60 || a.chars().any(char::is_control) {
+            let short = quoted(a);
+            text = text.replace(a.as_str(), &short[1..short.len() - 1]);
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_and_odd_values_are_refused_in_short_messages() {
+        let long = "9".repeat(5000);
+        let cases: Vec<(String, Result<(), String>)> = vec![
+            (
+                format!("1,{long}"),
+                parse_cell(&format!("1,{long}")).map(drop),
+            ),
+            (
+                format!("{long}x1"),
+                parse_size(&format!("{long}x1")).map(drop),
+            ),
+            (
+                format!("1..{long}"),
+                parse_range(&format!("1..{long}")).map(drop),
+            ),
+            (
+                format!("0,0,1,{long}"),
+                parse_rect(&format!("0,0,1,{long}")).map(drop),
+            ),
+            (
+                format!("0,0,1,1,{long}"),
+                parse_edit(&format!("0,0,1,1,{long}")).map(drop),
+            ),
+            ("a\u{7}b,1".into(), parse_cell("a\u{7}b,1").map(drop)),
+            ("3,2,1,0".into(), parse_rect("3,2,1,0").map(drop)),
+            ("0,0,1,1,0".into(), parse_edit("0,0,1,1,0").map(drop)),
+            ("0,0,1,1,256".into(), parse_edit("0,0,1,1,256").map(drop)),
+        ];
+        for (input, result) in cases {
+            let err = result.expect_err(&input[..input.len().min(40)]);
+            assert!(err.len() < 300, "{} bytes: {err}", err.len());
+            assert!(!err.chars().any(char::is_control), "{err:?}");
+        }
+        assert_eq!(
+            parse_rect("1,2,3,4"),
+            Ok((UVec2::new(1, 2), UVec2::new(3, 4)))
+        );
+        assert_eq!(parse_range(" 5.. 14"), Ok((5, 14)));
+        assert_eq!(parse_size("64X32"), Ok((64, 32)));
+    }
+
+    #[test]
+    fn clap_messages_lose_their_long_values() {
+        let long = "7".repeat(3000);
+        let message = format!("error: invalid value '{long}' for '--agents <AGENTS>': too large");
+        let short = shorten_args_in(&message, &[long.clone(), "sim".into()]);
+        assert!(short.len() < 200, "{short}");
+        assert!(short.contains("for '--agents <AGENTS>': too large"));
+    }
+}
