@@ -365,14 +365,15 @@ impl CostField {
     pub fn nearest_walkable(&self, target: UVec2) -> Option<UVec2> {
         let (w, h) = (self.grid.width() as i64, self.grid.height() as i64);
         let (tx, ty) = (target.x as i64, target.y as i64);
-        let distance2 = |x: i64, y: i64| (x - tx).pow(2) + (y - ty).pow(2);
-        let mut best: Option<(i64, i64, i64)> = None;
+        // Up to 2^65 for a target far off the grid: summed in 128 bits.
+        let distance2 = |x: i64, y: i64| ((x - tx) as i128).pow(2) + ((y - ty) as i128).pow(2);
+        let mut best: Option<(i128, i64, i64)> = None;
         // Rings from the first that touches the grid, until the ring's nearest possible cell
         // is further than the best found, or the ring lies wholly beyond the grid.
         let first = (tx - (w - 1)).max(ty - (h - 1)).max(0);
         let reach = (tx.max(w - 1 - tx)).max(ty.max(h - 1 - ty));
         for d in first..=reach {
-            if best.is_some_and(|(b, _, _)| b < d * d) {
+            if best.is_some_and(|(b, _, _)| b < (d as i128) * (d as i128)) {
                 break;
             }
             let (y0, y1) = ((ty - d).max(0), (ty + d).min(h - 1));
@@ -790,7 +791,7 @@ mod tests {
                 .filter(|&c| cost.is_walkable(c))
                 .min_by_key(|c| {
                     let (dx, dy) = (c.x as i64 - target.x as i64, c.y as i64 - target.y as i64);
-                    (dx * dx + dy * dy, c.y, c.x)
+                    ((dx as i128).pow(2) + (dy as i128).pow(2), c.y, c.x)
                 });
             assert_eq!(
                 cost.nearest_walkable(target),

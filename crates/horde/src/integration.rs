@@ -937,6 +937,9 @@ mod tests {
     }
 
     #[test]
+    // Thousands of cells per build, several builds: hours under Miri (the scalar paths it
+    // checks run in the smaller tests).
+    #[cfg_attr(miri, ignore)]
     fn winding_maps_go_to_the_wave_and_give_the_same_field() {
         let cost = maze(256, 7);
         let goal = [UVec2::new(1, 1)];
@@ -973,6 +976,9 @@ mod tests {
     }
 
     #[test]
+    // Thousands of cells per build, several builds: hours under Miri (the scalar paths it
+    // checks run in the smaller tests).
+    #[cfg_attr(miri, ignore)]
     fn large_maps_swept_in_parallel_bands_equal_the_wave() {
         // Large enough for the parallel rounds (with the `parallel` feature), with terrain,
         // several goals and both models.
