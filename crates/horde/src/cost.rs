@@ -768,7 +768,7 @@ mod tests {
             s ^= s << 17;
             s % n
         };
-        for round in 0..400 {
+        for round in 0..600 {
             let (w, h) = (1 + next(24) as u32, 1 + next(24) as u32);
             let mut cost = field(w, h);
             // From nothing walled to everything walled.
@@ -781,10 +781,14 @@ mod tests {
                 }
             }
             // Targets on the grid and off it, near and far.
-            let target = match round % 3 {
+            // Targets on the grid (its corners and last row and column too) and off it, near
+            // and far.
+            let target = match round % 5 {
                 0 => UVec2::new(next(w as u64) as u32, next(h as u64) as u32),
                 1 => UVec2::new(next(3 * w as u64) as u32, next(3 * h as u64) as u32),
-                _ => UVec2::new(u32::MAX - next(5) as u32, next(h as u64) as u32),
+                2 => UVec2::new(u32::MAX - next(5) as u32, next(h as u64) as u32),
+                3 => UVec2::new(w - 1, next(h as u64) as u32),
+                _ => UVec2::new(next(2) as u32 * (w - 1), h - 1),
             };
             let brute = (0..cost.grid().len())
                 .map(|i| cost.grid().cell(i))
