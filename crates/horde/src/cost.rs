@@ -760,6 +760,22 @@ mod tests {
     }
 
     #[test]
+    fn a_tie_in_a_later_ring_still_goes_to_the_lower_row() {
+        // (8, 9) is 5 away from (5, 5) in the ring at 4, (5, 0) just as far in the ring at 5:
+        // the search must look at that ring too, and row 0 wins the tie.
+        let mut cost = field(20, 20);
+        cost.fill_rect(UVec2::ZERO, UVec2::new(19, 19), WALL)
+            .unwrap();
+        for c in [UVec2::new(8, 9), UVec2::new(5, 0)] {
+            cost.set(c, PLAIN).unwrap();
+        }
+        assert_eq!(
+            cost.nearest_walkable(UVec2::new(5, 5)),
+            Some(UVec2::new(5, 0))
+        );
+    }
+
+    #[test]
     fn nearest_walkable_is_the_nearest_of_all_cells_ties_to_the_lower_row() {
         let mut s = 0x5eed_u64;
         let mut next = move |n: u64| {
