@@ -66,14 +66,27 @@ fn whole_u32(part: &str, whole: &str) -> Result<u32, String> {
 pub fn parse_cell(s: &str) -> Result<UVec2, String> {
     let (x, y) = s
         .split_once(',')
+        .filter(|(_, y)| !y.contains(','))
         .ok_or_else(|| format!("{} is not X,Y", quoted(s)))?;
     Ok(UVec2::new(whole_u32(x, s)?, whole_u32(y, s)?))
+}
+
+/// A clap parser for a seed: any whole number that fits in 64 bits.
+pub fn parse_seed(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("not a whole number (allowed: 0 to {})", u64::MAX));
+    }
+    // Digits only: a parse can fail only by overflowing u64.
+    t.parse::<u64>()
+        .map_err(|_| format!("too large (at most {})", u64::MAX))
 }
 
 /// `WxH` (or `WXH`) → a width and a height.
 pub fn parse_size(s: &str) -> Result<(u32, u32), String> {
     let (w, h) = s
         .split_once(['x', 'X'])
+        .filter(|(_, h)| !h.contains(['x', 'X']))
         .ok_or_else(|| format!("{} is not WxH", quoted(s)))?;
     Ok((whole_u32(w, s)?, whole_u32(h, s)?))
 }
@@ -192,6 +205,26 @@ mod tests {
         );
         assert_eq!(parse_range(" 5.. 14"), Ok((5, 14)));
         assert_eq!(parse_size("64X32"), Ok((64, 32)));
+    }
+
+    #[test]
+    fn cells_sizes_and_seeds_take_exactly_their_parts() {
+        assert_eq!(parse_cell("3,4"), Ok(UVec2::new(3, 4)));
+        assert_eq!(parse_cell("1,2,3"), Err("'1,2,3' is not X,Y".into()));
+        assert_eq!(parse_size("10x10x10"), Err("'10x10x10' is not WxH".into()));
+        assert_eq!(parse_seed("18446744073709551615"), Ok(u64::MAX));
+        assert_eq!(parse_seed(" 7 "), Ok(7));
+        assert_eq!(
+            parse_seed("18446744073709551616"),
+            Err("too large (at most 18446744073709551615)".into())
+        );
+        for bad in ["", "-1", "1.5", "x"] {
+            assert_eq!(
+                parse_seed(bad),
+                Err("not a whole number (allowed: 0 to 18446744073709551615)".into()),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -50,6 +50,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         (None, Some(s)) => {
             let (w, h) =
                 horde_cli::args::parse_size(s).map_err(|e| anyhow::anyhow!("--size {e}"))?;
+            horde::Grid::new(w, h).map_err(|e| anyhow::anyhow!("--size {w}x{h}: {e}"))?;
             (
                 horde::maps::scattered_map(w, h, horde::maps::DEMO_SEED)?,
                 format!("generated {w}x{h}"),
@@ -59,7 +60,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     };
     let goal = match a.goal {
         Some(g) => {
-            crate::util::check_walkable(&cost, g, "goal")?;
+            crate::util::check_walkable(&cost, g, "--goal")?;
             g
         }
         None => {

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use glam::UVec2;
 use horde::{CostField, CostModel, FlowField, IntegrationBuilder, IntegrationField};
 
@@ -76,7 +76,8 @@ pub struct Args {
     /// Number of units, 1 to 100,000.
     #[arg(long, default_value_t = 200, value_parser = crate::util::count_in(1, crate::util::MAX_UNITS))]
     pub units: usize,
-    /// Folder for demo.png (all layers) and demo.gif (the units moving).
+    /// Folder for demo.png (all layers) and demo.gif (the units moving); made if missing (its
+    /// parent must exist).
     #[arg(long, default_value = "horde-demo")]
     pub out_dir: String,
     /// Skip the pictures.
@@ -95,6 +96,9 @@ impl Default for Args {
 }
 
 pub fn run(a: &Args) -> Result<ExitCode> {
+    if !a.no_pictures {
+        crate::util::check_output_dir(&a.out_dir, "--out-dir")?;
+    }
     let cost = horde::maps::demo_map();
     let model = CostModel::TenFourteen;
     let goal = central_goal(&cost).expect("the demo map has walkable cells");
@@ -238,7 +242,7 @@ fn write_pictures(
     starts: &[UVec2],
     history: &[Vec<UVec2>],
 ) -> Result<()> {
-    std::fs::create_dir_all(out_dir).with_context(|| format!("cannot create {out_dir}"))?;
+    crate::util::make_output_dir(out_dir, "--out-dir")?;
     let png = format!("{out_dir}/demo.png");
     let layers = [
         Layer::Terrain,

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use crate::render::Canvas;
 use horde::dungeon::{Dungeon, DungeonConfig, Tile, generate};
@@ -19,7 +19,7 @@ pub struct Args {
     #[arg(long, default_value_t = 12, value_parser = crate::util::count_in(1, crate::util::MAX_ROOMS))]
     rooms: usize,
     /// Random seed: the same seed and options give the same dungeon everywhere.
-    #[arg(long, default_value_t = 7)]
+    #[arg(long, default_value_t = 7, value_parser = horde_cli::args::parse_seed)]
     seed: u64,
     /// Fraction of the non-tree Delaunay edges carved as extra corridors (loops), in [0, 1].
     #[arg(long, default_value_t = 0.15, value_parser = crate::util::number_in(0.0, 1.0, false))]
@@ -27,7 +27,7 @@ pub struct Args {
     /// Corridor width in tiles, 1 to 16.
     #[arg(long, default_value_t = 1, value_parser = crate::util::count_in(1, 16))]
     corridor_width: usize,
-    /// Smallest and largest room side, e.g. 5..14.
+    /// Smallest and largest room side, e.g. 5..14 (1 <= MIN <= MAX <= the map's smaller side - 2).
     #[arg(long, default_value = "5..14", value_name = "MIN..MAX")]
     room_size: String,
     /// Write the dungeon as a Moving AI .map (floor walkable, rock wall).
@@ -74,8 +74,23 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     }
     let (width, height) =
         horde_cli::args::parse_size(&a.size).map_err(|e| anyhow::anyhow!("--size {e}"))?;
+    horde::Grid::new(width, height).map_err(|e| anyhow::anyhow!("--size {width}x{height}: {e}"))?;
     let (room_min, room_max) = horde_cli::args::parse_range(&a.room_size)
         .map_err(|e| anyhow::anyhow!("--room-size {e}"))?;
+    if room_min == 0 || room_min > room_max {
+        bail!(
+            "--room-size {room_min}..{room_max}: the smallest side must be at least 1 and at \
+             most the largest"
+        );
+    }
+    // One tile of rock is kept around the map, so a room side is at most the map's side - 2.
+    let widest = width.min(height).saturating_sub(2);
+    if room_max > widest {
+        bail!(
+            "--room-size {room_min}..{room_max}: a room side of {room_max} does not fit in a \
+             {width}x{height} map (at most {widest}, inside the 1-tile rock border)"
+        );
+    }
     let config = DungeonConfig {
         width,
         height,

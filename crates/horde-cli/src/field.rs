@@ -64,7 +64,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     }
     let (mut cost, name) = load_map(&a.map)?;
     for &g in &a.goals {
-        check_walkable(&cost, g, "goal")?;
+        check_walkable(&cost, g, "--goal")?;
     }
     let mut repairer = FieldRepairer::new();
     let started = Instant::now();

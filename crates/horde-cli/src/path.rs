@@ -36,8 +36,8 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         crate::util::check_output(path, "--png")?;
     }
     let (cost, name) = load_map(&a.map)?;
-    check_walkable(&cost, a.from, "start")?;
-    check_walkable(&cost, a.to, "goal")?;
+    check_walkable(&cost, a.from, "--from")?;
+    check_walkable(&cost, a.to, "--to")?;
     let mut astar = AStar::new();
     let started = Instant::now();
     let found = astar.find_path(&cost, a.from, a.to, a.model)?;

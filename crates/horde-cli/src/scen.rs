@@ -27,6 +27,12 @@ pub struct Args {
 pub fn run(a: &Args) -> Result<ExitCode> {
     let cost = horde::io::read_map(&a.map)?;
     let scen = horde::io::read_scen(&a.scen)?;
+    if scen.is_empty() {
+        bail!(
+            "{}: no scenarios (one query per line is expected after the version line)",
+            horde::io::shown_path(std::path::Path::new(&a.scen))
+        );
+    }
     for s in &scen {
         if s.map_size != (cost.width(), cost.height()) {
             bail!(

@@ -40,7 +40,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0.05, value_parser = number_in(0.0, 1.0, true))]
     dt: f32,
     /// Random seed for the spawn positions.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = horde_cli::args::parse_seed)]
     seed: u64,
     /// Spawn only in this rectangle of cells (corners inclusive).
     #[arg(long, value_name = "X0,Y0,X1,Y1")]
@@ -118,7 +118,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("cannot catch Ctrl-C: {e}"))?;
     }
     let (cost, name) = load_map(&a.map)?;
-    check_walkable(&cost, a.goal, "goal")?;
+    check_walkable(&cost, a.goal, "--goal")?;
     if a.speed * a.dt > 0.45 {
         bail!(
             "--speed {} × --dt {} moves {} cells a step; a step moves an agent at most 0.45 cell \
@@ -189,6 +189,19 @@ fn spawn_cells(cost: &CostField, a: &Args, name: &str) -> Result<Vec<usize>> {
         Some(text) => {
             let (lo, hi) =
                 horde_cli::args::parse_rect(text).map_err(|e| anyhow::anyhow!("--spawn {e}"))?;
+            if cost.get(hi).is_none() {
+                bail!(
+                    "--spawn {},{},{},{}: outside the {}x{} map (corners from 0,0 to {},{})",
+                    lo.x,
+                    lo.y,
+                    hi.x,
+                    hi.y,
+                    cost.width(),
+                    cost.height(),
+                    cost.width() - 1,
+                    cost.height() - 1
+                );
+            }
             (lo.x, lo.y, hi.x, hi.y)
         }
     };
@@ -201,7 +214,16 @@ fn spawn_cells(cost: &CostField, a: &Args, name: &str) -> Result<Vec<usize>> {
         })
         .collect();
     if walkable.is_empty() {
-        bail!("{name} has no walkable cell to spawn on");
+        match &a.spawn {
+            Some(_) => bail!(
+                "--spawn {},{},{},{}: no walkable cell of {name} in the spawn area",
+                area.0,
+                area.1,
+                area.2,
+                area.3
+            ),
+            None => bail!("{name} has no walkable cell to spawn on"),
+        }
     }
     if a.agents > MAX_AGENTS_PER_CELL * walkable.len() {
         bail!(

@@ -147,6 +147,13 @@ fn folder_of(path: &str) -> &std::path::Path {
 /// temporary file, removed at once). Called for every output before the work starts.
 pub fn check_output(path: &str, flag: &str) -> Result<()> {
     let folder = folder_of(path);
+    if folder.exists() && !folder.is_dir() {
+        bail!(
+            "{flag} {}: {} is not a folder",
+            shown(path),
+            shown_path(folder)
+        );
+    }
     if !folder.is_dir() {
         bail!(
             "{flag} {}: folder {} does not exist",
@@ -175,6 +182,54 @@ pub fn check_output(path: &str, flag: &str) -> Result<()> {
         )
     })?;
     Ok(())
+}
+
+/// Fail unless `dir` can take output files: it is a folder that takes a new file, or it does
+/// not exist yet and its parent folder does (it is then made by [`make_output_dir`]; parents
+/// are never created, so a mistyped path is refused rather than built). Called before the work.
+pub fn check_output_dir(dir: &str, flag: &str) -> Result<()> {
+    let path = std::path::Path::new(dir);
+    if path.exists() {
+        if !path.is_dir() {
+            bail!("{flag} {}: is not a folder", shown(dir));
+        }
+        tempfile::NamedTempFile::new_in(path)
+            .with_context(|| format!("{flag} {}: cannot write in it", shown(dir)))?;
+        return Ok(());
+    }
+    let parent = folder_of(dir);
+    if parent.exists() && !parent.is_dir() {
+        bail!(
+            "{flag} {}: {} is not a folder",
+            shown(dir),
+            shown_path(parent)
+        );
+    }
+    if !parent.is_dir() {
+        bail!(
+            "{flag} {}: folder {} does not exist",
+            shown(dir),
+            shown_path(parent)
+        );
+    }
+    tempfile::NamedTempFile::new_in(parent).with_context(|| {
+        format!(
+            "{flag} {}: cannot create it in {}",
+            shown(dir),
+            shown_path(parent)
+        )
+    })?;
+    Ok(())
+}
+
+/// Make the output folder checked by [`check_output_dir`] (no parents), if it is not there.
+pub fn make_output_dir(dir: &str, flag: &str) -> Result<()> {
+    match std::fs::create_dir(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            Err(e).with_context(|| format!("{flag} {}: cannot create it", shown(dir)))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A file written beside its destination and renamed into place by [`AtomicFile::commit`]: a

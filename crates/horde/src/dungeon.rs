@@ -58,7 +58,8 @@ pub struct DungeonConfig {
     pub rooms: usize,
     /// Smallest room side, in tiles.
     pub room_min: u32,
-    /// Largest room side, in tiles.
+    /// Largest room side, in tiles (capped at each map side minus 2: a tile of rock is kept
+    /// around the map).
     pub room_max: u32,
     /// Tiles of rock kept between any two rooms.
     pub min_gap: u32,

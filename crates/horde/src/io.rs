@@ -598,13 +598,10 @@ impl Scenario {
     }
 }
 
+/// One unit in the last digit of a plain decimal (`0.01` for `1005.74`, `1` for `17`).
 fn last_digit_unit(s: &str) -> f64 {
-    let (mantissa, exp) = match s.find(['e', 'E']) {
-        Some(i) => (&s[..i], s[i + 1..].parse::<i32>().unwrap_or(0)),
-        None => (s, 0),
-    };
-    let decimals = mantissa.find('.').map_or(0, |p| mantissa.len() - p - 1) as i32;
-    10f64.powi(exp - decimals)
+    let decimals = s.find('.').map_or(0, |p| s.len() - p - 1) as i32;
+    10f64.powi(-decimals)
 }
 
 /// Parse a `.scen` file's bytes. O(bytes).
@@ -622,14 +619,23 @@ pub fn parse_scen(bytes: &[u8], file: &str) -> Result<Vec<Scenario>, MapError> {
         if l.trim().is_empty() {
             continue;
         }
-        if line == 1 && l.trim_start().starts_with("version") {
-            continue;
-        }
         let bad = |reason: String| MapError::Scenario {
             file: file.to_owned(),
             line,
             reason,
         };
+        if line == 1 && l.trim_start().starts_with("version") {
+            // Versions 1 and 1.0 share the nine columns of the older, unversioned files; a
+            // later version might not, so it is refused rather than misread.
+            let version = l.trim_start()["version".len()..].trim();
+            if !["1", "1.0"].contains(&version) {
+                return Err(bad(format!(
+                    "version {} is not one this reader knows (1 or 1.0)",
+                    quoted(version)
+                )));
+            }
+            continue;
+        }
         let f: Vec<&str> = if l.contains('\t') {
             l.split('\t').map(str::trim).collect()
         } else {
@@ -642,11 +648,22 @@ pub fn parse_scen(bytes: &[u8], file: &str) -> Result<Vec<Scenario>, MapError> {
             f[i].parse::<u32>()
                 .map_err(|_| bad(format!("{name} {} is not a whole number", quoted(f[i]))))
         };
+        // Digits with at most one point, as every Moving AI file writes them: the tolerance is
+        // read from the digits printed, which an exponent or a sign would make meaningless.
+        let plain = !f[8].is_empty()
+            && f[8].bytes().all(|b| b.is_ascii_digit() || b == b'.')
+            && f[8].bytes().filter(|&b| b == b'.').count() <= 1
+            && f[8].bytes().any(|b| b.is_ascii_digit());
         let optimal: f64 = f[8]
             .parse()
             .ok()
-            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| bad(format!("optimal length {} is not a number", quoted(f[8]))))?;
+            .filter(|v: &f64| plain && v.is_finite())
+            .ok_or_else(|| {
+                bad(format!(
+                    "optimal length {} is not a plain decimal number like 12.5",
+                    quoted(f[8])
+                ))
+            })?;
         let sc = Scenario {
             line,
             bucket: int(0, "bucket")?,
@@ -857,6 +874,36 @@ mod tests {
     }
 
     #[test]
+    fn scenario_versions_and_lengths_are_read_strictly() {
+        let line = "0\ta.map\t9\t9\t0\t0\t1\t1\t1.41421356\n";
+        for version in ["version 1\n", "version 1.0\n", ""] {
+            let text = format!("{version}{line}");
+            assert_eq!(parse_scen(text.as_bytes(), "a.scen").unwrap().len(), 1);
+        }
+        let err = parse_scen(format!("version 2\n{line}").as_bytes(), "a.scen").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("a.scen:1: bad scenario line: version '2'"),
+            "{err}"
+        );
+        for length in [
+            "2e1", "-1", "+1", "1.4.1", ".", "NaN", "inf", "0x1", "1_0", "",
+        ] {
+            let text = format!("0\ta.map\t9\t9\t0\t0\t1\t1\t{length}\n");
+            let err = parse_scen(text.as_bytes(), "a.scen").unwrap_err();
+            assert!(
+                err.to_string().contains("not a plain decimal"),
+                "{length}: {err}"
+            );
+        }
+        for (length, value, digit) in [("17", 17.0, 1.0), ("0.5", 0.5, 0.1), ("3.", 3.0, 1.0)] {
+            let text = format!("0\ta.map\t9\t9\t0\t0\t1\t1\t{length}\n");
+            let s = &parse_scen(text.as_bytes(), "a.scen").unwrap()[0];
+            assert_eq!((s.optimal, s.last_digit), (value, digit), "{length}");
+        }
+    }
+
+    #[test]
     fn scenario_tolerance_is_the_precision_the_number_carries() {
         let tol = |printed: &str| {
             let line = format!("0\ta.map\t9\t9\t0\t0\t1\t1\t{printed}\n");
@@ -873,7 +920,6 @@ mod tests {
             ("1005.7", 1e-2),
             ("12345.6", 1e-1),
             ("0", 1e-4),
-            ("2e1", 1e-4),
         ] {
             assert!(close(tol(printed), want), "{printed}: {}", tol(printed));
         }
