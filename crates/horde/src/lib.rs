@@ -60,6 +60,7 @@ pub mod integration;
 pub mod io;
 pub mod live;
 pub mod maps;
+pub mod sectors;
 mod simd;
 
 /// The `glam` horde's positions and cells are in (0.33, the version Bevy 0.20 uses): use it

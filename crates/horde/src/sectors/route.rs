@@ -1,0 +1,301 @@
+//! Routes: one A* over the portal graph from the start cell to the goal cell, joined to the
+//! graph by two searches confined to the start's and the goal's sectors.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use glam::UVec2;
+
+use super::local::{Direction, LocalSearch};
+use super::{SectorError, SectorGraph};
+use crate::cost::CostField;
+use crate::grid::SizeMismatch;
+
+/// A route found by [`RouteSearch::route`]: the cells where it enters and leaves sectors, and
+/// its cost.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Route {
+    /// Raw cost in the graph's model: the cost of a real path through the waypoints, so never
+    /// below the optimum (`CostModel::to_cost` gives it in cost units).
+    pub cost: u64,
+    /// The start, the portal cells passed through, the goal.
+    pub waypoints: Vec<UVec2>,
+    /// The sectors the waypoints lie in, in order, each listed once per visit.
+    pub sectors: Vec<u32>,
+    /// Graph nodes expanded by the search (a measure of its work).
+    pub expanded: usize,
+}
+
+/// Reusable scratch for route queries over one or more [`SectorGraph`]s: after the first query
+/// on a graph, nothing allocates. Memory: 24 bytes per graph node, plus 8 bytes per cell of a
+/// sector for the searches inside the end sectors.
+#[derive(Debug, Default, Clone)]
+pub struct RouteSearch {
+    local: LocalSearch,
+    generation: u32,
+    /// Per vertex (nodes, then the start and the goal): best cost so far, valid when its stamp
+    /// is the current generation.
+    g: Vec<u64>,
+    g_stamp: Vec<u32>,
+    parent: Vec<u32>,
+    /// Per node: its cost to the goal inside the goal's sector, valid when stamped.
+    to_goal: Vec<u64>,
+    to_goal_stamp: Vec<u32>,
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    targets: Vec<u32>,
+    chain: Vec<u32>,
+}
+
+impl RouteSearch {
+    /// Empty scratch; it grows to the graph on the first query.
+    pub fn new() -> RouteSearch {
+        RouteSearch::default()
+    }
+
+    /// The cheapest route through the portal graph from `start` to `goal`, or `None` when the
+    /// goal cannot be reached (known from the connectivity labels, without a search).
+    ///
+    /// Cost: two Dijkstra searches confined to the end sectors (they stop once the sector's
+    /// portals are settled) and an A* over the graph with the octile distance as heuristic —
+    /// on open ground it expands little more than the nodes along the route.
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::sectors::{RouteSearch, SectorGraph};
+    /// use horde::CostModel;
+    /// let map = horde::maps::demo_map();
+    /// let graph = SectorGraph::build(&map, 16, CostModel::TenFourteen).unwrap();
+    /// let mut search = RouteSearch::new();
+    /// let route = search
+    ///     .route(&graph, &map, UVec2::new(2, 2), UVec2::new(125, 125))
+    ///     .unwrap()
+    ///     .expect("reachable");
+    /// // A real path, so never cheaper than the best one.
+    /// let best = horde::AStar::new()
+    ///     .search(&map, UVec2::new(2, 2), UVec2::new(125, 125), CostModel::TenFourteen)
+    ///     .unwrap()
+    ///     .unwrap();
+    /// assert!(route.cost >= best as u64);
+    /// assert_eq!(route.waypoints.first(), Some(&UVec2::new(2, 2)));
+    /// ```
+    pub fn route(
+        &mut self,
+        graph: &SectorGraph,
+        cost: &CostField,
+        start: UVec2,
+        goal: UVec2,
+    ) -> Result<Option<Route>, SectorError> {
+        let mut out = Route::default();
+        Ok(self
+            .route_into(graph, cost, start, goal, &mut out)?
+            .then_some(out))
+    }
+
+    /// [`RouteSearch::route`] into a reused [`Route`]: `true` when a route was found (and
+    /// written), `false` when the goal cannot be reached. Allocates nothing once `out` and the
+    /// scratch have grown.
+    pub fn route_into(
+        &mut self,
+        graph: &SectorGraph,
+        cost: &CostField,
+        start: UVec2,
+        goal: UVec2,
+        out: &mut Route,
+    ) -> Result<bool, SectorError> {
+        SizeMismatch::check(
+            "cost field",
+            SizeMismatch::of(cost.grid()),
+            "sector graph",
+            SizeMismatch::of(&graph.grid),
+        )?;
+        graph.check_end(cost, start, "start")?;
+        graph.check_end(cost, goal, "goal")?;
+        let (Some(start_component), Some(goal_component)) =
+            (graph.component(start), graph.component(goal))
+        else {
+            return Ok(false);
+        };
+        if graph.region[start_component as usize] != graph.region[goal_component as usize] {
+            return Ok(false);
+        }
+        self.begin(graph.node_count());
+        let n = graph.node_count() as u32;
+        let (start_v, goal_v) = (n, n + 1);
+        let (costs, w, model) = (cost.costs(), graph.grid.width(), graph.model);
+        let (start_sector, goal_sector) = (
+            graph.sector_of(start).expect("checked"),
+            graph.sector_of(goal).expect("checked"),
+        );
+        let same_component = start_component == goal_component;
+
+        // The goal's side: every portal of the goal's component to the goal.
+        let rect = graph.rect(goal_sector);
+        self.targets.clear();
+        for node in graph.nodes_of(goal_sector) {
+            if graph.node_component[node] == goal_component {
+                let c = graph.node_cell[node];
+                self.targets.push(rect.local(c % w, c / w));
+            }
+        }
+        if same_component {
+            self.targets.push(rect.local(start.x, start.y));
+        }
+        let goal_local = rect.local(goal.x, goal.y);
+        self.local.run(
+            costs,
+            w,
+            model,
+            rect,
+            goal_local,
+            Direction::To,
+            &self.targets,
+        );
+        for node in graph.nodes_of(goal_sector) {
+            if graph.node_component[node] == goal_component {
+                let c = graph.node_cell[node];
+                self.to_goal[node] = self.local.dist(rect.local(c % w, c / w));
+                self.to_goal_stamp[node] = self.generation;
+            }
+        }
+        let direct = if same_component {
+            self.local.dist(rect.local(start.x, start.y))
+        } else {
+            u64::MAX
+        };
+
+        // The start's side: the start to every portal of its component.
+        let rect = graph.rect(start_sector);
+        self.targets.clear();
+        for node in graph.nodes_of(start_sector) {
+            if graph.node_component[node] == start_component {
+                let c = graph.node_cell[node];
+                self.targets.push(rect.local(c % w, c / w));
+            }
+        }
+        let start_local = rect.local(start.x, start.y);
+        self.local.run(
+            costs,
+            w,
+            model,
+            rect,
+            start_local,
+            Direction::From,
+            &self.targets,
+        );
+        self.settle(start_v, 0, u32::MAX);
+        for node in graph.nodes_of(start_sector) {
+            if graph.node_component[node] == start_component {
+                let c = graph.node_cell[node];
+                let d = self.local.dist(rect.local(c % w, c / w));
+                if d != u64::MAX {
+                    self.relax(graph, goal, node as u32, d, start_v);
+                }
+            }
+        }
+        if direct != u64::MAX {
+            self.relax(graph, goal, goal_v, direct, start_v);
+        }
+
+        // A* over the portal graph.
+        let mut expanded = 0;
+        while let Some(Reverse((f, v))) = self.heap.pop() {
+            if v == goal_v {
+                break;
+            }
+            let g = self.g[v as usize];
+            if f != g + heuristic(graph, v, goal) {
+                continue; // a stale entry
+            }
+            expanded += 1;
+            if self.to_goal_stamp[v as usize] == self.generation {
+                let to_goal = self.to_goal[v as usize];
+                if to_goal != u64::MAX {
+                    self.relax(graph, goal, goal_v, g + to_goal, v);
+                }
+            }
+            for (to, c) in graph.edges(v as usize) {
+                self.relax(graph, goal, to as u32, g + c, v);
+            }
+        }
+        if self.g_stamp[goal_v as usize] != self.generation {
+            // Same region yet no route: cannot happen, as every portal of a component is joined
+            // to every other inside its sector; kept as a refusal rather than a panic.
+            return Ok(false);
+        }
+
+        // The chain of vertices, goal to start.
+        self.chain.clear();
+        let mut v = goal_v;
+        while v != start_v {
+            self.chain.push(v);
+            v = self.parent[v as usize];
+        }
+        self.chain.push(start_v);
+        out.cost = self.g[goal_v as usize];
+        out.expanded = expanded;
+        out.waypoints.clear();
+        out.sectors.clear();
+        for &v in self.chain.iter().rev() {
+            let cell = if v == start_v {
+                start
+            } else if v == goal_v {
+                goal
+            } else {
+                graph.node_cell(v as usize)
+            };
+            out.waypoints.push(cell);
+            let s = graph.sector_of(cell).expect("on the map");
+            if out.sectors.last() != Some(&s) {
+                out.sectors.push(s);
+            }
+        }
+        Ok(true)
+    }
+
+    /// A new query over a graph of `nodes` nodes: grow the arrays, move to a new generation.
+    fn begin(&mut self, nodes: usize) {
+        let vertices = nodes + 2;
+        if self.g.len() < vertices {
+            self.g.resize(vertices, 0);
+            self.g_stamp.resize(vertices, 0);
+            self.parent.resize(vertices, 0);
+            self.to_goal.resize(vertices, 0);
+            self.to_goal_stamp.resize(vertices, 0);
+        }
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            // After 2^32 queries the stamps could collide: start them over.
+            self.g_stamp.fill(0);
+            self.to_goal_stamp.fill(0);
+            self.generation = 1;
+        }
+        self.heap.clear();
+    }
+
+    fn settle(&mut self, v: u32, g: u64, parent: u32) {
+        self.g[v as usize] = g;
+        self.g_stamp[v as usize] = self.generation;
+        self.parent[v as usize] = parent;
+    }
+
+    /// Offer `v` the cost `g` through `parent`.
+    fn relax(&mut self, graph: &SectorGraph, goal: UVec2, v: u32, g: u64, parent: u32) {
+        if self.g_stamp[v as usize] == self.generation && self.g[v as usize] <= g {
+            return;
+        }
+        self.settle(v, g, parent);
+        self.heap.push(Reverse((g + heuristic(graph, v, goal), v)));
+    }
+}
+
+/// The octile distance from vertex `v` to the goal, a lower bound of any path's cost (every
+/// terrain cost is at least 1). The start and goal vertices get 0, which is all they need.
+fn heuristic(graph: &SectorGraph, v: u32, goal: UVec2) -> u64 {
+    if v as usize >= graph.node_count() {
+        return 0;
+    }
+    let c = graph.node_cell(v as usize);
+    graph
+        .model
+        .heuristic(c.x.abs_diff(goal.x), c.y.abs_diff(goal.y)) as u64
+}
