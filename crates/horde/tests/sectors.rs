@@ -6,7 +6,7 @@ mod common;
 
 use common::{STEPS, arb_map, oracle_price, oracle_step, pick_walkable, reference_dijkstra};
 use glam::UVec2;
-use horde::sectors::{RouteSearch, SectorGraph};
+use horde::sectors::{FlowTiles, RouteSearch, SectorGraph};
 use horde::{CostField, CostModel, Grid};
 use proptest::prelude::*;
 
@@ -63,6 +63,38 @@ fn oracle_route_cost(
     total
 }
 
+/// Follow the tiles' arrows from `start`, pricing each step with the oracle and checking that
+/// it is legal and that the cost to the goal drops: the total cost, or `None` if an arrow is
+/// missing before the goal.
+fn follow(cost: &CostField, tiles: &FlowTiles, start: UVec2, model: CostModel) -> Option<u64> {
+    let mut at = start;
+    let mut total = 0;
+    while at != tiles.goal() {
+        let next = tiles.next_cell(at)?;
+        let step = STEPS
+            .iter()
+            .position(|&(dx, dy)| {
+                at.x as i64 + dx == next.x as i64 && at.y as i64 + dy == next.y as i64
+            })
+            .unwrap();
+        assert!(
+            oracle_step(cost, at.x as i64, at.y as i64, step).is_some(),
+            "illegal arrow at {at}"
+        );
+        assert!(
+            tiles.cost_to_goal(next) < tiles.cost_to_goal(at),
+            "the cost to the goal does not drop from {at} to {next}"
+        );
+        total += oracle_price(
+            model,
+            step,
+            cost.costs()[(at.y * cost.width() + at.x) as usize],
+        );
+        at = next;
+    }
+    Some(total)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(
         std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(300)
@@ -105,6 +137,15 @@ proptest! {
                 // One sector: the route is the best path itself.
                 prop_assert_eq!(route.cost, optimal);
             }
+            // The tiles lead from the start to the goal, never cheaper than the optimum and
+            // never dearer than the route they were built for.
+            let mut tiles = FlowTiles::new(&graph, &cost, goal).unwrap();
+            tiles.extend(&graph, &cost, &route).unwrap();
+            let walked = follow(&cost, &tiles, start, model);
+            prop_assert!(walked.is_some(), "the tiles do not reach {} from {}", goal, start);
+            let walked = walked.unwrap();
+            prop_assert!(walked >= optimal && walked <= route.cost, "{} vs {} / {}", walked, optimal, route.cost);
+            prop_assert_eq!(tiles.cost_to_goal(start), Some(walked));
         }
     }
 }
@@ -178,7 +219,8 @@ fn moving_ai_maps_are_labelled_like_a_flood_fill_and_routed_near_the_optimum() {
         // Every tenth scenario: a route, never below the published optimum.
         let scen = horde::io::read_scen(path.with_extension("map.scen")).unwrap();
         let mut search = RouteSearch::new();
-        let (mut sum, mut worst, mut n) = (0.0, 0.0f64, 0);
+        let (mut route_excess, mut tile_excess) = (Vec::new(), Vec::new());
+        let scale = CostModel::Octile.scale() as f64;
         for s in scen.iter().step_by(10) {
             let (from, to) = (
                 UVec2::new(s.start.0, s.start.1),
@@ -188,28 +230,47 @@ fn moving_ai_maps_are_labelled_like_a_flood_fill_and_routed_near_the_optimum() {
                 .route(&graph, &cost, from, to)
                 .unwrap()
                 .expect("reachable");
-            let got = route.cost as f64 / CostModel::Octile.scale() as f64;
+            let got = route.cost as f64 / scale;
             assert!(
                 got >= s.optimal - s.tolerance(),
                 "{}: {got} < {}",
                 path.display(),
                 s.optimal
             );
+            let mut tiles = FlowTiles::new(&graph, &cost, to).unwrap();
+            tiles.extend(&graph, &cost, &route).unwrap();
+            let walked = follow(&cost, &tiles, from, CostModel::Octile).unwrap_or_else(|| {
+                panic!(
+                    "{}: the tiles do not reach {to} from {from}",
+                    path.display()
+                )
+            }) as f64
+                / scale;
+            assert!(walked >= s.optimal - s.tolerance() && walked <= got + 1e-9);
             if s.optimal > 0.0 {
-                let excess = got / s.optimal - 1.0;
-                sum += excess;
-                worst = worst.max(excess);
-                n += 1;
+                route_excess.push(got / s.optimal - 1.0);
+                tile_excess.push(walked / s.optimal - 1.0);
             }
         }
+        let stats = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            let mean = v.iter().sum::<f64>() / v.len().max(1) as f64;
+            let p95 = v.get(v.len() * 95 / 100).copied().unwrap_or(0.0);
+            (
+                100.0 * mean,
+                100.0 * p95,
+                100.0 * v.last().copied().unwrap_or(0.0),
+            )
+        };
+        let (rm, rp, rw) = stats(&mut route_excess);
+        let (tm, tp, tw) = stats(&mut tile_excess);
         println!(
-            "{}: {} nodes, {} edges, {:.2} B/cell; route excess mean {:.2} %, worst {:.2} % over {n}",
+            "{}: {} nodes, {} edges, {:.2} B/cell; excess % (mean p95 worst): route {rm:.2} {rp:.2} {rw:.2}, tiles {tm:.2} {tp:.2} {tw:.2} over {}",
             path.file_name().unwrap().to_string_lossy(),
             graph.node_count(),
             graph.edge_count(),
             graph.memory_bytes() as f64 / cost.grid().len() as f64,
-            100.0 * sum / n.max(1) as f64,
-            100.0 * worst
+            tile_excess.len()
         );
     }
 }

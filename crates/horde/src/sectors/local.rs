@@ -96,6 +96,7 @@ pub(crate) struct LocalSearch {
     dist: Vec<u64>,
     heap: BinaryHeap<Reverse<(u64, u32)>>,
     pending: Vec<bool>,
+    left: usize,
 }
 
 impl LocalSearch {
@@ -114,21 +115,67 @@ impl LocalSearch {
         direction: Direction,
         targets: &[u32],
     ) {
+        self.start(rect, targets);
+        self.seed(source, 0);
+        self.settle_all(
+            costs,
+            map_width,
+            model,
+            rect,
+            direction,
+            !targets.is_empty(),
+        );
+    }
+
+    /// Costs from every cell of `rect` to the nearest of `seeds` (local index, starting cost),
+    /// for every cell: a Dijkstra from several sources. O(c log c) for the c cells of `rect`.
+    pub fn run_seeded(
+        &mut self,
+        costs: &[u8],
+        map_width: u32,
+        model: CostModel,
+        rect: Rect,
+        seeds: &[(u32, u64)],
+    ) {
+        self.start(rect, &[]);
+        for &(i, d) in seeds {
+            self.seed(i, d);
+        }
+        self.settle_all(costs, map_width, model, rect, Direction::To, false);
+    }
+
+    fn start(&mut self, rect: Rect, targets: &[u32]) {
         let n = (rect.w * rect.h) as usize;
         self.dist.clear();
         self.dist.resize(n, u64::MAX);
         self.pending.clear();
         self.pending.resize(n, false);
-        let mut left = 0usize;
+        self.left = 0;
         for &t in targets {
             if !self.pending[t as usize] {
                 self.pending[t as usize] = true;
-                left += 1;
+                self.left += 1;
             }
         }
         self.heap.clear();
-        self.dist[source as usize] = 0;
-        self.heap.push(Reverse((0, source)));
+    }
+
+    fn seed(&mut self, i: u32, d: u64) {
+        if d < self.dist[i as usize] {
+            self.dist[i as usize] = d;
+            self.heap.push(Reverse((d, i)));
+        }
+    }
+
+    fn settle_all(
+        &mut self,
+        costs: &[u8],
+        map_width: u32,
+        model: CostModel,
+        rect: Rect,
+        direction: Direction,
+        stop_at_targets: bool,
+    ) {
         let base = model.base_costs();
         let walkable = |x: u32, y: u32| {
             costs[(rect.y0 + y) as usize * map_width as usize + (rect.x0 + x) as usize] != WALL
@@ -139,8 +186,8 @@ impl LocalSearch {
             }
             if self.pending[i as usize] {
                 self.pending[i as usize] = false;
-                left -= 1;
-                if left == 0 {
+                self.left -= 1;
+                if stop_at_targets && self.left == 0 {
                     break;
                 }
             }
@@ -174,11 +221,16 @@ impl LocalSearch {
         }
     }
 
-    /// The cost found for local index `i` by the last [`LocalSearch::run`] (`u64::MAX` when not
-    /// reached; exact for the targets and every cell settled before the search stopped).
+    /// The cost found for local index `i` by the last search (`u64::MAX` when not reached;
+    /// exact for the targets and every cell settled before the search stopped).
     #[inline]
     pub fn dist(&self, i: u32) -> u64 {
         self.dist[i as usize]
+    }
+
+    /// Every cell's cost from the last search, by local index.
+    pub fn dists(&self) -> &[u64] {
+        &self.dist
     }
 }
 

@@ -15,6 +15,7 @@
 
 mod local;
 mod route;
+mod tiles;
 
 use glam::UVec2;
 use thiserror::Error;
@@ -23,6 +24,7 @@ use crate::cost::{CostField, CostModel, WALL};
 use crate::grid::{Dir8, Grid, SizeMismatch};
 use local::{Direction, LocalSearch, Rect, label_components};
 pub use route::{Route, RouteSearch};
+pub use tiles::FlowTiles;
 
 /// The smallest sector side accepted.
 pub const MIN_SECTOR_SIDE: u32 = 8;
@@ -64,6 +66,22 @@ pub enum SectorError {
         x: u32,
         /// Row.
         y: u32,
+    },
+    /// Tiles asked to follow a route to another goal.
+    #[error("the route ends at ({}, {}) but the tiles lead to ({}, {})", route.0, route.1, tiles.0, tiles.1)]
+    OtherGoal {
+        /// Where the route ends.
+        route: (u32, u32),
+        /// The tiles' goal.
+        tiles: (u32, u32),
+    },
+    /// Tiles used with a graph of another sector side than the one they were made with.
+    #[error("the graph's sectors have side {graph} but the tiles' have side {tiles}")]
+    OtherSide {
+        /// The graph's side.
+        graph: u32,
+        /// The tiles' side.
+        tiles: u32,
     },
     /// The cost field is not the size of the one the graph was built from.
     #[error(transparent)]

@@ -20,6 +20,9 @@ pub struct Route {
     pub cost: u64,
     /// The start, the portal cells passed through, the goal.
     pub waypoints: Vec<UVec2>,
+    /// For each waypoint, the raw cost of the rest of the route from it (`cost` at the start,
+    /// 0 at the goal).
+    pub remaining: Vec<u64>,
     /// The sectors the waypoints lie in, in order, each listed once per visit.
     pub sectors: Vec<u32>,
     /// Graph nodes expanded by the search (a measure of its work).
@@ -234,6 +237,7 @@ impl RouteSearch {
         out.cost = self.g[goal_v as usize];
         out.expanded = expanded;
         out.waypoints.clear();
+        out.remaining.clear();
         out.sectors.clear();
         for &v in self.chain.iter().rev() {
             let cell = if v == start_v {
@@ -244,6 +248,7 @@ impl RouteSearch {
                 graph.node_cell(v as usize)
             };
             out.waypoints.push(cell);
+            out.remaining.push(out.cost - self.g[v as usize]);
             let s = graph.sector_of(cell).expect("on the map");
             if out.sectors.last() != Some(&s) {
                 out.sectors.push(s);

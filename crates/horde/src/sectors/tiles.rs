@@ -1,0 +1,349 @@
+//! Flow-field tiles: integration and flow for the sectors a route passes through, one sector at a
+//! time from the goal back to the start, each seeded with the cost-to-goal of the tiles already
+//! built beside it, so costs carry across sector borders instead of restarting at each exit.
+
+use glam::UVec2;
+
+use super::local::{LocalSearch, Rect};
+use super::{Route, SectorError, SectorGraph};
+use crate::cost::{CostField, WALL};
+use crate::flow::{FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL};
+use crate::grid::{Dir8, SizeMismatch};
+
+/// One sector's tile: cost-to-goal and flow byte for each of its cells.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Tile {
+    rect: Rect,
+    /// Raw cost to the goal by local index (`u64::MAX`: no way to the goal through the tiles).
+    cost: Vec<u64>,
+    /// Flow byte by local index: a direction 0–7, [`FLOW_GOAL`], [`FLOW_UNREACHABLE`] or
+    /// [`FLOW_WALL`], as in a [`FlowField`](crate::FlowField).
+    flow: Vec<u8>,
+}
+
+/// The tiles built towards one goal cell: a tree of sectors that every route to that goal can
+/// join. Following the arrows from any cell with a finite cost reaches the goal, and the cost to
+/// the goal drops at every step (arrows never loop, within a tile or across tiles).
+///
+/// Memory: 9 bytes per cell of each tile built (side² cells per tile) and 4 bytes per sector of
+/// the map, plus a [`LocalSearch`]'s scratch.
+#[derive(Debug, Clone)]
+pub struct FlowTiles {
+    goal: UVec2,
+    side: u32,
+    sectors_x: u32,
+    width: u32,
+    height: u32,
+    goal_sector: u32,
+    /// Per sector of the map: the index of its tile in `tiles`, or `u32::MAX`.
+    slot: Vec<u32>,
+    tiles: Vec<Tile>,
+    search: LocalSearch,
+    seeds: Vec<(u32, u64)>,
+}
+
+impl FlowTiles {
+    /// No tiles yet, towards `goal`. O(sectors).
+    pub fn new(
+        graph: &SectorGraph,
+        cost: &CostField,
+        goal: UVec2,
+    ) -> Result<FlowTiles, SectorError> {
+        SizeMismatch::check(
+            "cost field",
+            SizeMismatch::of(cost.grid()),
+            "sector graph",
+            SizeMismatch::of(&graph.grid),
+        )?;
+        graph.check_end(cost, goal, "goal")?;
+        let (sx, sy) = graph.sectors();
+        Ok(FlowTiles {
+            goal,
+            side: graph.side,
+            sectors_x: sx,
+            width: graph.grid.width(),
+            height: graph.grid.height(),
+            goal_sector: graph.sector_of(goal).expect("checked"),
+            slot: vec![u32::MAX; (sx * sy) as usize],
+            tiles: Vec::new(),
+            search: LocalSearch::default(),
+            seeds: Vec::new(),
+        })
+    }
+
+    /// The goal cell.
+    pub fn goal(&self) -> UVec2 {
+        self.goal
+    }
+
+    /// Build the tiles `route` needs (it must end at this goal), from the goal's end back to
+    /// the start's, skipping those already built that lead from the route's entry into their
+    /// sector at no more than the route's cost: a route that meets the tree built for earlier
+    /// routes costs only its new sectors. Afterwards following the arrows from the route's start
+    /// costs no more than the route. Returns the number of tiles built. Cost: one Dijkstra over
+    /// each tile's cells.
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::sectors::{FlowTiles, RouteSearch, SectorGraph};
+    /// let map = horde::maps::demo_map();
+    /// let graph = SectorGraph::build(&map, 16, horde::CostModel::TenFourteen).unwrap();
+    /// let (start, goal) = (UVec2::new(2, 2), UVec2::new(125, 125));
+    /// let route = RouteSearch::new().route(&graph, &map, start, goal).unwrap().unwrap();
+    /// let mut tiles = FlowTiles::new(&graph, &map, goal).unwrap();
+    /// tiles.extend(&graph, &map, &route).unwrap();
+    /// // Follow the arrows from the start: every step lowers the cost to the goal.
+    /// let mut at = start;
+    /// while at != goal {
+    ///     let next = tiles.next_cell(at).expect("the tiles lead to the goal");
+    ///     assert!(tiles.cost_to_goal(next) < tiles.cost_to_goal(at));
+    ///     at = next;
+    /// }
+    /// ```
+    pub fn extend(
+        &mut self,
+        graph: &SectorGraph,
+        cost: &CostField,
+        route: &Route,
+    ) -> Result<usize, SectorError> {
+        SizeMismatch::check(
+            "cost field",
+            SizeMismatch::of(cost.grid()),
+            "sector graph",
+            SizeMismatch::of(&graph.grid),
+        )?;
+        if graph.side != self.side {
+            return Err(SectorError::OtherSide {
+                graph: graph.side,
+                tiles: self.side,
+            });
+        }
+        if route.waypoints.last() != Some(&self.goal) {
+            let end = route.waypoints.last().copied().unwrap_or(UVec2::MAX);
+            return Err(SectorError::OtherGoal {
+                route: (end.x, end.y),
+                tiles: (self.goal.x, self.goal.y),
+            });
+        }
+        let mut built = 0;
+        // Walk the route backwards, a sector at a time, with the waypoints inside it.
+        let mut end = route.waypoints.len();
+        while end > 0 {
+            let sector = graph
+                .sector_of(route.waypoints[end - 1])
+                .expect("on the map");
+            let mut begin = end - 1;
+            while begin > 0 && graph.sector_of(route.waypoints[begin - 1]) == Some(sector) {
+                begin -= 1;
+            }
+            // A tile already built serves if it leads from where the route enters the sector
+            // at no more than the route's own cost from there; otherwise it is (re)built from
+            // the tiles now beside it, which makes it so (by induction from the goal's end).
+            let entry = route.waypoints[begin];
+            let serves = self
+                .cost_to_goal(entry)
+                .is_some_and(|c| c <= route.remaining[begin]);
+            if !serves {
+                self.build_tile(graph, cost, sector);
+                built += 1;
+            }
+            end = begin;
+        }
+        Ok(built)
+    }
+
+    /// The raw cost to the goal from `cell` through the tiles, if its tile is built and leads
+    /// there. O(1).
+    pub fn cost_to_goal(&self, cell: UVec2) -> Option<u64> {
+        let (tile, i) = self.tile_of(cell)?;
+        Some(tile.cost[i]).filter(|&c| c != u64::MAX)
+    }
+
+    /// The flow byte at `cell` (a direction 0–7 as in [`Dir8`], [`FLOW_GOAL`],
+    /// [`FLOW_UNREACHABLE`] or [`FLOW_WALL`]), if its tile is built. O(1).
+    pub fn flow_byte(&self, cell: UVec2) -> Option<u8> {
+        let (tile, i) = self.tile_of(cell)?;
+        Some(tile.flow[i])
+    }
+
+    /// The cell the arrow at `cell` leads to, if its tile is built and leads to the goal (`None`
+    /// at the goal itself). O(1).
+    pub fn next_cell(&self, cell: UVec2) -> Option<UVec2> {
+        let dir = Dir8::from_index(self.flow_byte(cell)?)?;
+        let (dx, dy) = dir.offset();
+        Some(UVec2::new(
+            cell.x.wrapping_add_signed(dx),
+            cell.y.wrapping_add_signed(dy),
+        ))
+    }
+
+    /// Tiles built so far.
+    pub fn tile_count(&self) -> usize {
+        self.tiles.len()
+    }
+
+    /// Whether `sector`'s tile is built.
+    pub fn has_tile(&self, sector: u32) -> bool {
+        self.slot
+            .get(sector as usize)
+            .is_some_and(|&s| s != u32::MAX)
+    }
+
+    /// Bytes held by the tiles and the sector table.
+    pub fn memory_bytes(&self) -> usize {
+        self.slot.len() * 4
+            + self
+                .tiles
+                .iter()
+                .map(|t| t.cost.len() * 8 + t.flow.len())
+                .sum::<usize>()
+    }
+
+    fn tile_of(&self, cell: UVec2) -> Option<(&Tile, usize)> {
+        if cell.x >= self.width || cell.y >= self.height {
+            return None;
+        }
+        let sector = (cell.y / self.side) * self.sectors_x + cell.x / self.side;
+        let tile = self.tiles.get(self.slot[sector as usize] as usize)?;
+        Some((tile, tile.rect.local(cell.x, cell.y) as usize))
+    }
+
+    /// (Re)build `sector`'s tile: Dijkstra inside it from the goal (if it is there) and from every
+    /// cell of a built neighbouring tile that a legal step reaches, at that cell's cost plus the
+    /// step's.
+    fn build_tile(&mut self, graph: &SectorGraph, cost: &CostField, sector: u32) {
+        let rect = graph.rect(sector);
+        let (costs, w, h, model) = (
+            cost.costs(),
+            graph.grid.width(),
+            graph.grid.height(),
+            graph.model,
+        );
+        self.seeds.clear();
+        if sector == self.goal_sector {
+            self.seeds.push((rect.local(self.goal.x, self.goal.y), 0));
+        }
+        let outside = |x: u32, y: u32| {
+            x < rect.x0 || y < rect.y0 || x >= rect.x0 + rect.w || y >= rect.y0 + rect.h
+        };
+        for i in 0..rect.w * rect.h {
+            let (lx, ly) = (i % rect.w, i / rect.w);
+            if lx != 0 && ly != 0 && lx + 1 != rect.w && ly + 1 != rect.h {
+                continue;
+            }
+            let (x, y) = (rect.x0 + lx, rect.y0 + ly);
+            if let Some((_, value)) = self.best_exit(graph, costs, w, h, x, y, &outside) {
+                self.seeds.push((i, value));
+            }
+        }
+        self.search.run_seeded(costs, w, model, rect, &self.seeds);
+        let dist = self.search.dists().to_vec();
+        let base = model.base_costs();
+        let mut flow = vec![FLOW_UNREACHABLE; dist.len()];
+        for (i, f) in flow.iter_mut().enumerate() {
+            let (x, y) = (rect.x0 + i as u32 % rect.w, rect.y0 + i as u32 / rect.w);
+            let here = costs[(y * w + x) as usize];
+            if here == WALL {
+                *f = FLOW_WALL;
+                continue;
+            }
+            if dist[i] == u64::MAX {
+                continue;
+            }
+            if sector == self.goal_sector && UVec2::new(x, y) == self.goal {
+                *f = FLOW_GOAL;
+                continue;
+            }
+            // The arrow: the legal step whose cost plus the cost-to-goal beyond is least (the
+            // first in direction order on a tie), inside the tile or into a built neighbour.
+            let mut best = (u64::MAX, FLOW_UNREACHABLE);
+            for dir in Dir8::ALL {
+                if !step_is_legal(costs, w, h, x, y, dir) {
+                    continue;
+                }
+                let (dx, dy) = dir.offset();
+                let (nx, ny) = (x.wrapping_add_signed(dx), y.wrapping_add_signed(dy));
+                let beyond = if outside(nx, ny) {
+                    self.cost_to_goal(UVec2::new(nx, ny)).unwrap_or(u64::MAX)
+                } else {
+                    dist[rect.local(nx, ny) as usize]
+                };
+                if beyond == u64::MAX {
+                    continue;
+                }
+                let total = beyond + base[dir.index()] as u64 * here as u64;
+                if total < best.0 {
+                    best = (total, dir.index() as u8);
+                }
+            }
+            *f = best.1;
+        }
+        let tile = Tile {
+            rect,
+            cost: dist,
+            flow,
+        };
+        match self.slot[sector as usize] {
+            u32::MAX => {
+                self.slot[sector as usize] = self.tiles.len() as u32;
+                self.tiles.push(tile);
+            }
+            s => self.tiles[s as usize] = tile,
+        }
+    }
+
+    /// The cheapest legal step from map cell (x, y) into a built tile outside `outside`'s
+    /// rectangle, and its cost plus the cost-to-goal there.
+    #[allow(clippy::too_many_arguments)]
+    fn best_exit(
+        &self,
+        graph: &SectorGraph,
+        costs: &[u8],
+        w: u32,
+        h: u32,
+        x: u32,
+        y: u32,
+        outside: &impl Fn(u32, u32) -> bool,
+    ) -> Option<(Dir8, u64)> {
+        let here = costs[(y * w + x) as usize];
+        if here == WALL {
+            return None;
+        }
+        let mut best: Option<(Dir8, u64)> = None;
+        for dir in Dir8::ALL {
+            if !step_is_legal(costs, w, h, x, y, dir) {
+                continue;
+            }
+            let (dx, dy) = dir.offset();
+            let (nx, ny) = (x.wrapping_add_signed(dx), y.wrapping_add_signed(dy));
+            if !outside(nx, ny) {
+                continue;
+            }
+            let Some(beyond) = self.cost_to_goal(UVec2::new(nx, ny)) else {
+                continue;
+            };
+            let total = beyond + graph.model.step(dir, here) as u64;
+            if best.is_none_or(|(_, b)| total < b) {
+                best = Some((dir, total));
+            }
+        }
+        best
+    }
+}
+
+/// Whether a unit may step from map cell (x, y) in `dir`: both cells on the map and walkable,
+/// and for a diagonal both cells it passes between walkable too.
+fn step_is_legal(costs: &[u8], w: u32, h: u32, x: u32, y: u32, dir: Dir8) -> bool {
+    let (dx, dy) = dir.offset();
+    let (nx, ny) = (x as i64 + dx as i64, y as i64 + dy as i64);
+    let open = |x: i64, y: i64| {
+        x >= 0
+            && y >= 0
+            && x < w as i64
+            && y < h as i64
+            && costs[(y * w as i64 + x) as usize] != WALL
+    };
+    open(x as i64, y as i64)
+        && open(nx, ny)
+        && (!dir.is_diagonal() || (open(nx, y as i64) && open(x as i64, ny)))
+}
