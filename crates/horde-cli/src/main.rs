@@ -22,6 +22,7 @@ mod path;
 #[cfg(feature = "peers")]
 mod peers;
 mod render;
+mod route;
 mod scen;
 mod sim;
 mod util;
@@ -53,6 +54,8 @@ enum Command {
     Field(field::Args),
     /// One A* path: its cells, cost and the cells it settled.
     Path(path::Args),
+    /// One route through sectors and portals, and the flow-field tiles along it (huge maps).
+    Route(route::Args),
     /// Check every scenario of a Moving AI .scen file against its published optimal length.
     Scen(scen::Args),
     /// Measure fields against A* and a plain BFS; against the `pathfinding` crate and bracket-lib
@@ -84,6 +87,7 @@ fn main() -> ExitCode {
         Some(Command::Demo(a)) => demo::run(&a),
         Some(Command::Field(a)) => field::run(&a),
         Some(Command::Path(a)) => path::run(&a),
+        Some(Command::Route(a)) => route::run(&a),
         Some(Command::Scen(a)) => scen::run(&a),
         Some(Command::Bench(a)) => bench::run(&a),
         Some(Command::Dungeon(a)) => dungeon::run(&a),

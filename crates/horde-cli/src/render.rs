@@ -167,6 +167,11 @@ impl Canvas {
     /// One arrow per `block × block` cells, taken from the block's centre cell (or the first cell
     /// of the block with an arrow).
     pub fn flow(&mut self, flow: &FlowField, block: u32) {
+        self.arrows(|c| flow.dir(c), block);
+    }
+
+    /// One arrow per `block × block` cells from any source of directions (`None`: no arrow).
+    pub fn arrows(&mut self, dir_at: impl Fn(UVec2) -> Option<Dir8>, block: u32) {
         let block = block.max(1);
         let s = self.scale as f32;
         let len = 0.8 * block as f32 * s;
@@ -178,10 +183,10 @@ impl Canvas {
                 let bw = block.min(w - bx);
                 let bh = block.min(h - by);
                 let centre = UVec2::new(bx + bw / 2, by + bh / 2);
-                let dir = flow.dir(centre).or_else(|| {
+                let dir = dir_at(centre).or_else(|| {
                     (by..by + bh)
                         .flat_map(|y| (bx..bx + bw).map(move |x| UVec2::new(x, y)))
-                        .find_map(|c| flow.dir(c))
+                        .find_map(&dir_at)
                 });
                 let Some(dir) = dir else { continue };
                 let mid = Vec2::new(bx as f32 + bw as f32 / 2.0, by as f32 + bh as f32 / 2.0) * s;
@@ -195,6 +200,30 @@ impl Canvas {
         let stroke = Stroke {
             width,
             line_cap: LineCap::Round,
+            ..Stroke::default()
+        };
+        self.pixmap
+            .stroke_path(&path, &paint, &stroke, Transform::identity(), None);
+    }
+
+    /// Lines along the borders of square sectors of `side` cells.
+    pub fn sector_lines(&mut self, side: u32, rgb: [u8; 3]) {
+        let s = self.scale as f32;
+        let (w, h) = (self.cells.x, self.cells.y);
+        let mut pb = PathBuilder::new();
+        for x in (side..w).step_by(side.max(1) as usize) {
+            pb.move_to(x as f32 * s, 0.0);
+            pb.line_to(x as f32 * s, h as f32 * s);
+        }
+        for y in (side..h).step_by(side.max(1) as usize) {
+            pb.move_to(0.0, y as f32 * s);
+            pb.line_to(w as f32 * s, y as f32 * s);
+        }
+        let Some(path) = pb.finish() else { return };
+        let mut paint = Paint::default();
+        paint.set_color(color(rgb, 200));
+        let stroke = Stroke {
+            width: (s / 6.0).clamp(1.0, 3.0),
             ..Stroke::default()
         };
         self.pixmap

@@ -94,14 +94,14 @@ fn output_flags(args: &[OsString], out: &Path) -> Vec<OsString> {
     let command = args
         .iter()
         .filter_map(|a| a.to_str())
-        .find(|a| ["field", "path", "sim", "dungeon", "demo"].contains(a));
+        .find(|a| ["field", "path", "route", "sim", "dungeon", "demo"].contains(a));
     let flags: Vec<(&str, OsString)> = match command {
         Some("field") => vec![
             ("--png", p("new.png")),
             ("--dump-flow", p("old.txt")),
             ("--dump-integration", p("new.txt")),
         ],
-        Some("path") => vec![("--png", p("old.png"))],
+        Some("path") | Some("route") => vec![("--png", p("old.png"))],
         Some("sim") => vec![("--gif", p("new.gif"))],
         Some("dungeon") => vec![
             ("--out", p("old.map")),
@@ -280,6 +280,7 @@ fn integer_flags() -> Vec<(Vec<&'static str>, &'static str, u64, u64)> {
     let sim = vec!["sim", "builtin", "--goal", "64,64"];
     let field = vec!["field", "builtin", "--goal", "64,64"];
     let path = vec!["path", "builtin", "--from", "1,1", "--to", "2,2"];
+    let route = vec!["route", "builtin", "--from", "1,1", "--to", "2,2"];
     vec![
         (sim.clone(), "--agents", 1, 10_000_000),
         (sim.clone(), "--steps", 1, 1_000_000),
@@ -294,6 +295,8 @@ fn integer_flags() -> Vec<(Vec<&'static str>, &'static str, u64, u64)> {
         (vec!["dungeon"], "--seed", 0, u64::MAX),
         (field, "--scale", 1, 64),
         (path, "--scale", 1, 64),
+        (route.clone(), "--sector", 8, 256),
+        (route, "--scale", 1, 64),
         (vec!["bench"], "--units", 1, 100_000),
         (vec!["bench"], "--reps", 1, 10_000),
         (vec!["demo"], "--units", 1, 100_000),
@@ -390,6 +393,8 @@ fn cases(dir: &Path) -> Vec<Case> {
         (vec!["field", "builtin", "--goal", "64,64"], "--move-goal"),
         (vec!["path", "builtin", "--to", "2,2"], "--from"),
         (vec!["path", "builtin", "--from", "1,1"], "--to"),
+        (vec!["route", "builtin", "--to", "2,2"], "--from"),
+        (vec!["route", "builtin", "--from", "1,1"], "--to"),
         (vec!["bench"], "--goal"),
     ];
     for (command, flag) in &cell_commands {

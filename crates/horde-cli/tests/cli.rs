@@ -1121,3 +1121,68 @@ fn long_and_odd_argument_values_come_back_cut_to_a_screenful() {
         assert!(!out.exists(), "{shown:?} wrote {out:?}");
     }
 }
+
+#[test]
+fn route_json_has_the_agreed_keys_and_its_tiles_reach_the_goal() {
+    // A den520d scenario with a published optimum of 300.581 (octile).
+    let png = tmp("route.png");
+    let (code, out, err) = horde(&[
+        "route",
+        &movingai("den520d.map"),
+        "--from",
+        "10,140",
+        "--to",
+        "49,84",
+        "--model",
+        "octile",
+        "--sector",
+        "16",
+        "--json",
+        "--png",
+        png.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    for key in [
+        "cost",
+        "optimal_cost",
+        "excess",
+        "route_us",
+        "first_tile_us",
+        "sectors_on_route",
+    ] {
+        assert!(!v[key].is_null(), "{key} missing: {v}");
+    }
+    let (cost, optimal) = (
+        v["cost"].as_f64().unwrap(),
+        v["optimal_cost"].as_f64().unwrap(),
+    );
+    assert!((optimal - 300.581).abs() < 1e-3, "{v}");
+    assert!(cost >= optimal - 1e-9 && cost <= optimal * 1.05, "{v}");
+    let excess = v["excess"].as_f64().unwrap();
+    assert!((excess - (cost / optimal - 1.0)).abs() < 1e-12, "{v}");
+    // The route crosses sectors of 16 cells: from x 10 to 49 and y 140 to 84 is at least 4.
+    assert!(v["sectors_on_route"].as_u64().unwrap() >= 4, "{v}");
+    let (w, h, _, _) = decode_png(&png);
+    assert!(w >= 256 && h >= 257, "{w}x{h}");
+
+    // A goal cut off from the start: no route, exit 1, known without a search.
+    let map = tmp("split.map");
+    std::fs::write(
+        &map,
+        "type octile\nheight 3\nwidth 20\nmap\n.........@..........\n.........@..........\n.........@..........\n",
+    )
+    .unwrap();
+    let (code, out, _) = horde(&[
+        "route",
+        map.to_str().unwrap(),
+        "--from",
+        "0,0",
+        "--to",
+        "19,2",
+        "--sector",
+        "8",
+    ]);
+    assert_eq!(code, 1);
+    assert!(out.contains("cannot reach"), "{out}");
+}

@@ -5,8 +5,11 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::cost::{CostModel, WALL};
-use crate::grid::Dir8;
+use glam::UVec2;
+
+use crate::cost::{CostField, CostModel, WALL};
+use crate::grid::{Dir8, Grid};
+use crate::integration::{IntegrationBuilder, IntegrationField, UNREACHABLE};
 
 /// A sector's rectangle on the map: `x0..x0 + w`, `y0..y0 + h`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,16 +224,99 @@ impl LocalSearch {
         }
     }
 
-    /// The cost found for local index `i` by the last search (`u64::MAX` when not reached;
-    /// exact for the targets and every cell settled before the search stopped).
-    #[inline]
-    pub fn dist(&self, i: u32) -> u64 {
-        self.dist[i as usize]
-    }
-
     /// Every cell's cost from the last search, by local index.
     pub fn dists(&self) -> &[u64] {
         &self.dist
+    }
+}
+
+/// Costs to the nearest of several seeds over a sector, through the library's
+/// [`IntegrationBuilder`] (row sweeps and a bucket queue over a copy of the sector), falling back
+/// to a [`LocalSearch`] when the values would not fit its 32 bits. Reused between sectors.
+///
+/// Memory: about 14 bytes per cell of the largest sector: the builder's padded copy (5), the
+/// field (4), the costs (1) and the 64-bit result (8) share the same few kilobytes per sector.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct SectorFields {
+    builder: IntegrationBuilder,
+    field: Option<IntegrationField>,
+    fallback: LocalSearch,
+    seeds: Vec<(UVec2, u32)>,
+    dist: Vec<u64>,
+}
+
+/// Seeds further apart than this from the cheapest go to the 64-bit fallback.
+const SEED_SPREAD_LIMIT: u64 = 1 << 30;
+
+impl SectorFields {
+    /// The cost from every cell of `rect` to the nearest seed (local index, starting value),
+    /// `u64::MAX` where none can be reached inside the rectangle. O(cells of the rectangle).
+    pub fn costs_to(
+        &mut self,
+        costs: &[u8],
+        map_width: u32,
+        model: CostModel,
+        rect: Rect,
+        seeds: &[(u32, u64)],
+    ) -> &[u64] {
+        let n = (rect.w * rect.h) as usize;
+        self.dist.clear();
+        self.dist.resize(n, u64::MAX);
+        let Some(base) = seeds.iter().map(|s| s.1).min() else {
+            return &self.dist;
+        };
+        if seeds.iter().any(|s| s.1 - base > SEED_SPREAD_LIMIT)
+            || !self.build(costs, map_width, model, rect, seeds, base)
+        {
+            self.fallback
+                .run_seeded(costs, map_width, model, rect, seeds);
+            self.dist.copy_from_slice(self.fallback.dists());
+        }
+        &self.dist
+    }
+
+    /// Try the builder: false if the values overflow its 32 bits.
+    fn build(
+        &mut self,
+        costs: &[u8],
+        map_width: u32,
+        model: CostModel,
+        rect: Rect,
+        seeds: &[(u32, u64)],
+        base: u64,
+    ) -> bool {
+        let grid = Grid::new(rect.w, rect.h).expect("a sector is a valid grid");
+        let sub: Vec<u8> = (0..rect.h)
+            .flat_map(|y| {
+                let row = (rect.y0 + y) as usize * map_width as usize + rect.x0 as usize;
+                costs[row..row + rect.w as usize].iter().copied()
+            })
+            .collect();
+        let sub = CostField::from_costs(grid, sub).expect("costs copied from a cost field");
+        self.seeds.clear();
+        self.seeds.extend(
+            seeds
+                .iter()
+                .map(|&(i, v)| (UVec2::new(i % rect.w, i / rect.w), (v - base) as u32)),
+        );
+        let field = match &mut self.field {
+            Some(f) if *f.grid() == grid && f.model() == model => f,
+            slot => slot.insert(IntegrationField::new(grid, model)),
+        };
+        let built = self
+            .builder
+            .start_seeded(&sub, &self.seeds, model)
+            .and_then(|()| self.builder.advance(usize::MAX))
+            .and_then(|_| self.builder.finish_into(field));
+        if built.is_err() {
+            return false;
+        }
+        for (d, &v) in self.dist.iter_mut().zip(field.values()) {
+            if v != UNREACHABLE {
+                *d = base + v as u64;
+            }
+        }
+        true
     }
 }
 
@@ -290,7 +376,7 @@ mod tests {
             Direction::From,
             &[2],
         );
-        assert_eq!((s.dist(1), s.dist(2)), (10, 60));
+        assert_eq!((s.dists()[1], s.dists()[2]), (10, 60));
         s.run(
             &costs,
             w,
@@ -300,7 +386,7 @@ mod tests {
             Direction::To,
             &[2],
         );
-        assert_eq!((s.dist(1), s.dist(2)), (50, 60));
+        assert_eq!((s.dists()[1], s.dists()[2]), (50, 60));
     }
 
     #[test]
@@ -318,7 +404,7 @@ mod tests {
             Direction::From,
             &[5],
         );
-        assert_eq!(s.dist(5), 20);
+        assert_eq!(s.dists()[5], 20);
         // Confined to the top row, (1,1) cannot be reached from (0,0).
         let top = Rect {
             x0: 0,
@@ -336,7 +422,7 @@ mod tests {
             Direction::From,
             &[1],
         );
-        assert_eq!(s.dist(1), 10);
+        assert_eq!(s.dists()[1], 10);
         let one = Rect {
             x0: 1,
             y0: 1,
@@ -352,6 +438,6 @@ mod tests {
             Direction::From,
             &[0],
         );
-        assert_eq!(s.dist(0), 0);
+        assert_eq!(s.dists()[0], 0);
     }
 }

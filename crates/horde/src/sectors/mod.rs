@@ -22,7 +22,7 @@ use thiserror::Error;
 
 use crate::cost::{CostField, CostModel, WALL};
 use crate::grid::{Dir8, Grid, SizeMismatch};
-use local::{Direction, LocalSearch, Rect, label_components};
+use local::{Rect, SectorFields, label_components};
 pub use route::{Route, RouteSearch};
 pub use tiles::FlowTiles;
 
@@ -106,6 +106,9 @@ pub struct SectorGraph {
     component_start: Vec<u32>,
     /// Per global component: its connectivity label (equal labels: reachable from each other).
     region: Vec<u32>,
+    /// Per sector: whether all its walkable cells have the same terrain cost (so a cost to a
+    /// cell equals the cost from it).
+    uniform: Vec<bool>,
     /// Per node: the map index of its cell. Nodes are grouped by sector.
     node_cell: Vec<u32>,
     /// Per node: its global component.
@@ -187,25 +190,21 @@ impl SectorGraph {
                 .iter()
                 .map(|&c| rect.local(c % w, c / w))
                 .collect();
-            let mut search = LocalSearch::default();
+            let mut fields = SectorFields::default();
             let mut edges = Vec::new();
-            let mut targets = Vec::new();
-            for (k, &from) in local.iter().enumerate() {
-                targets.clear();
-                targets.extend(
-                    local
-                        .iter()
-                        .copied()
-                        .filter(|&t| t != from && labels[t as usize] == labels[from as usize]),
-                );
-                if targets.is_empty() {
+            for (k, &to) in local.iter().enumerate() {
+                let alone = local
+                    .iter()
+                    .all(|&t| t == to || labels[t as usize] != labels[to as usize]);
+                if alone {
                     continue;
                 }
-                search.run(costs, w, model, rect, from, Direction::From, &targets);
-                for (m, &to) in local.iter().enumerate() {
-                    let d = search.dist(to);
-                    if m != k && labels[to as usize] == labels[from as usize] && d != u64::MAX {
-                        edges.push(((nodes.start + k) as u32, (nodes.start + m) as u32, d));
+                // One field to node `k` gives the edges from every other node into it.
+                let dist = fields.costs_to(costs, w, model, rect, &[(to, 0)]);
+                for (m, &from) in local.iter().enumerate() {
+                    let d = dist[from as usize];
+                    if m != k && labels[from as usize] == labels[to as usize] && d != u64::MAX {
+                        edges.push(((nodes.start + m) as u32, (nodes.start + k) as u32, d));
                     }
                 }
             }
@@ -286,6 +285,19 @@ impl SectorGraph {
             .map(|c| find(&mut parent, c))
             .collect();
 
+        let uniform = (0..sector_count as u32)
+            .map(|s| {
+                let r = sector_rect(s, side, sectors_x, w, h);
+                let mut walkable = (r.y0..r.y0 + r.h)
+                    .flat_map(|y| {
+                        let row = (y * w + r.x0) as usize;
+                        costs[row..row + r.w as usize].iter()
+                    })
+                    .filter(|&&c| c != WALL);
+                let first = walkable.next();
+                walkable.all(|c| Some(c) == first)
+            })
+            .collect();
         Ok(SectorGraph {
             grid,
             model,
@@ -295,6 +307,7 @@ impl SectorGraph {
             labels,
             component_start,
             region,
+            uniform,
             node_cell,
             node_component,
             sector_nodes,
@@ -383,6 +396,7 @@ impl SectorGraph {
                 + self.edge_to.len())
                 * size_of::<u32>()
             + self.edge_cost.len() * size_of::<u64>()
+            + self.uniform.len()
     }
 
     /// The global component of a walkable cell.

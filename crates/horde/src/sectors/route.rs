@@ -6,7 +6,7 @@ use std::collections::BinaryHeap;
 
 use glam::UVec2;
 
-use super::local::{Direction, LocalSearch};
+use super::local::{Direction, LocalSearch, SectorFields};
 use super::{SectorError, SectorGraph};
 use crate::cost::CostField;
 use crate::grid::SizeMismatch;
@@ -35,6 +35,7 @@ pub struct Route {
 #[derive(Debug, Default, Clone)]
 pub struct RouteSearch {
     local: LocalSearch,
+    fields: SectorFields,
     generation: u32,
     /// Per vertex (nodes, then the start and the goal): best cost so far, valid when its stamp
     /// is the current generation.
@@ -46,6 +47,7 @@ pub struct RouteSearch {
     to_goal_stamp: Vec<u32>,
     heap: BinaryHeap<Reverse<(u64, u32)>>,
     targets: Vec<u32>,
+    start_edges: Vec<(u32, u64)>,
     chain: Vec<u32>,
 }
 
@@ -131,69 +133,65 @@ impl RouteSearch {
         );
         let same_component = start_component == goal_component;
 
-        // The goal's side: every portal of the goal's component to the goal.
+        // The goal's side: the cost from every cell of the goal's sector to the goal.
         let rect = graph.rect(goal_sector);
-        self.targets.clear();
+        let to_goal =
+            self.fields
+                .costs_to(costs, w, model, rect, &[(rect.local(goal.x, goal.y), 0)]);
         for node in graph.nodes_of(goal_sector) {
             if graph.node_component[node] == goal_component {
                 let c = graph.node_cell[node];
-                self.targets.push(rect.local(c % w, c / w));
-            }
-        }
-        if same_component {
-            self.targets.push(rect.local(start.x, start.y));
-        }
-        let goal_local = rect.local(goal.x, goal.y);
-        self.local.run(
-            costs,
-            w,
-            model,
-            rect,
-            goal_local,
-            Direction::To,
-            &self.targets,
-        );
-        for node in graph.nodes_of(goal_sector) {
-            if graph.node_component[node] == goal_component {
-                let c = graph.node_cell[node];
-                self.to_goal[node] = self.local.dist(rect.local(c % w, c / w));
+                self.to_goal[node] = to_goal[rect.local(c % w, c / w) as usize];
                 self.to_goal_stamp[node] = self.generation;
             }
         }
         let direct = if same_component {
-            self.local.dist(rect.local(start.x, start.y))
+            to_goal[rect.local(start.x, start.y) as usize]
         } else {
             u64::MAX
         };
 
-        // The start's side: the start to every portal of its component.
+        // The start's side: the start to every portal of its component. Where every walkable
+        // cell of the sector costs the same, a cost to the start equals the cost from it, and
+        // the faster field serves; otherwise a Dijkstra forward from the start.
         let rect = graph.rect(start_sector);
-        self.targets.clear();
-        for node in graph.nodes_of(start_sector) {
-            if graph.node_component[node] == start_component {
-                let c = graph.node_cell[node];
-                self.targets.push(rect.local(c % w, c / w));
-            }
-        }
         let start_local = rect.local(start.x, start.y);
-        self.local.run(
-            costs,
-            w,
-            model,
-            rect,
-            start_local,
-            Direction::From,
-            &self.targets,
-        );
-        self.settle(start_v, 0, u32::MAX);
-        for node in graph.nodes_of(start_sector) {
-            if graph.node_component[node] == start_component {
-                let c = graph.node_cell[node];
-                let d = self.local.dist(rect.local(c % w, c / w));
-                if d != u64::MAX {
-                    self.relax(graph, goal, node as u32, d, start_v);
+        let from_start: &[u64] = if graph.uniform[start_sector as usize] {
+            self.fields
+                .costs_to(costs, w, model, rect, &[(start_local, 0)])
+        } else {
+            self.targets.clear();
+            for node in graph.nodes_of(start_sector) {
+                if graph.node_component[node] == start_component {
+                    let c = graph.node_cell[node];
+                    self.targets.push(rect.local(c % w, c / w));
                 }
             }
+            self.local.run(
+                costs,
+                w,
+                model,
+                rect,
+                start_local,
+                Direction::From,
+                &self.targets,
+            );
+            self.local.dists()
+        };
+        self.start_edges.clear();
+        for node in graph.nodes_of(start_sector) {
+            if graph.node_component[node] == start_component {
+                let c = graph.node_cell[node];
+                let d = from_start[rect.local(c % w, c / w) as usize];
+                if d != u64::MAX {
+                    self.start_edges.push((node as u32, d));
+                }
+            }
+        }
+        self.settle(start_v, 0, u32::MAX);
+        for k in 0..self.start_edges.len() {
+            let (node, d) = self.start_edges[k];
+            self.relax(graph, goal, node, d, start_v);
         }
         if direct != u64::MAX {
             self.relax(graph, goal, goal_v, direct, start_v);

@@ -4,7 +4,7 @@
 
 use glam::UVec2;
 
-use super::local::{LocalSearch, Rect};
+use super::local::{Rect, SectorFields};
 use super::{Route, SectorError, SectorGraph};
 use crate::cost::{CostField, WALL};
 use crate::flow::{FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL};
@@ -26,7 +26,7 @@ struct Tile {
 /// the goal drops at every step (arrows never loop, within a tile or across tiles).
 ///
 /// Memory: 9 bytes per cell of each tile built (side² cells per tile) and 4 bytes per sector of
-/// the map, plus a [`LocalSearch`]'s scratch.
+/// the map, plus the scratch of one sector's search.
 #[derive(Debug, Clone)]
 pub struct FlowTiles {
     goal: UVec2,
@@ -38,7 +38,7 @@ pub struct FlowTiles {
     /// Per sector of the map: the index of its tile in `tiles`, or `u32::MAX`.
     slot: Vec<u32>,
     tiles: Vec<Tile>,
-    search: LocalSearch,
+    fields: SectorFields,
     seeds: Vec<(u32, u64)>,
 }
 
@@ -66,7 +66,7 @@ impl FlowTiles {
             goal_sector: graph.sector_of(goal).expect("checked"),
             slot: vec![u32::MAX; (sx * sy) as usize],
             tiles: Vec::new(),
-            search: LocalSearch::default(),
+            fields: SectorFields::default(),
             seeds: Vec::new(),
         })
     }
@@ -106,6 +106,38 @@ impl FlowTiles {
         cost: &CostField,
         route: &Route,
     ) -> Result<usize, SectorError> {
+        Ok(self.extend_some(graph, cost, route, usize::MAX)?.0)
+    }
+
+    /// [`FlowTiles::extend`] a budget at a time: build at most `max_tiles` tiles (from the
+    /// goal's end) and say whether the route is served all the way from its start. Call again
+    /// with the same route until it is; units meanwhile steer towards the route's next waypoint.
+    /// Returns the tiles built and whether the route is done. Cost: O(route's sectors) to walk
+    /// the route plus one Dijkstra per tile built.
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::sectors::{FlowTiles, RouteSearch, SectorGraph};
+    /// let map = horde::maps::demo_map();
+    /// let graph = SectorGraph::build(&map, 16, horde::CostModel::TenFourteen).unwrap();
+    /// let (start, goal) = (UVec2::new(2, 2), UVec2::new(125, 125));
+    /// let route = RouteSearch::new().route(&graph, &map, start, goal).unwrap().unwrap();
+    /// let mut tiles = FlowTiles::new(&graph, &map, goal).unwrap();
+    /// let mut rounds = 1;
+    /// while !tiles.extend_some(&graph, &map, &route, 1).unwrap().1 {
+    ///     rounds += 1;
+    /// }
+    /// // One tile a round, the last round included.
+    /// assert_eq!(rounds, tiles.tile_count());
+    /// assert!(tiles.cost_to_goal(start).unwrap() <= route.cost);
+    /// ```
+    pub fn extend_some(
+        &mut self,
+        graph: &SectorGraph,
+        cost: &CostField,
+        route: &Route,
+        max_tiles: usize,
+    ) -> Result<(usize, bool), SectorError> {
         SizeMismatch::check(
             "cost field",
             SizeMismatch::of(cost.grid()),
@@ -144,12 +176,15 @@ impl FlowTiles {
                 .cost_to_goal(entry)
                 .is_some_and(|c| c <= route.remaining[begin]);
             if !serves {
+                if built == max_tiles {
+                    return Ok((built, false));
+                }
                 self.build_tile(graph, cost, sector);
                 built += 1;
             }
             end = begin;
         }
-        Ok(built)
+        Ok((built, true))
     }
 
     /// The raw cost to the goal from `cell` through the tiles, if its tile is built and leads
@@ -236,8 +271,10 @@ impl FlowTiles {
                 self.seeds.push((i, value));
             }
         }
-        self.search.run_seeded(costs, w, model, rect, &self.seeds);
-        let dist = self.search.dists().to_vec();
+        let dist = self
+            .fields
+            .costs_to(costs, w, model, rect, &self.seeds)
+            .to_vec();
         let base = model.base_costs();
         let mut flow = vec![FLOW_UNREACHABLE; dist.len()];
         for (i, f) in flow.iter_mut().enumerate() {
