@@ -177,17 +177,22 @@ pub fn run(a: &Args) -> Result<ExitCode> {
 }
 
 /// A raw cost in cost units (routes and tiles add up in 64 bits).
-fn units(model: CostModel, raw: u64) -> f64 {
+pub(crate) fn units(model: CostModel, raw: u64) -> f64 {
     raw as f64 / model.scale() as f64
 }
 
 /// Cells and raw cost of following the tiles' arrows from `start` to the goal.
-struct Walk {
-    cells: Vec<UVec2>,
-    cost: u64,
+pub(crate) struct Walk {
+    pub cells: Vec<UVec2>,
+    pub cost: u64,
 }
 
-fn follow(cost: &CostField, tiles: &FlowTiles, start: UVec2, model: CostModel) -> Result<Walk> {
+pub(crate) fn follow(
+    cost: &CostField,
+    tiles: &FlowTiles,
+    start: UVec2,
+    model: CostModel,
+) -> Result<Walk> {
     let mut walk = Walk {
         cells: vec![start],
         cost: 0,

@@ -5,7 +5,9 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 use glam::UVec2;
-use horde::{AStar, CostModel};
+use horde::io::Scenario;
+use horde::sectors::{FlowTiles, RouteSearch, SectorGraph};
+use horde::{AStar, CostField, CostModel};
 
 use crate::util::{progress, reveal_after_a_second};
 
@@ -22,6 +24,15 @@ pub struct Args {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
+    /// Answer every query through sectors and portals: the route, the flow-field tiles along
+    /// it, and following their arrows to the goal; report how far above the optimum that is.
+    #[arg(long)]
+    route: bool,
+    /// Sector side for `--route`, 8 to 256.
+    #[arg(long, default_value_t = horde::sectors::DEFAULT_SECTOR_SIDE as usize,
+          value_parser = crate::util::count_in(
+              horde::sectors::MIN_SECTOR_SIDE as u64, horde::sectors::MAX_SECTOR_SIDE as u64))]
+    sector: usize,
 }
 
 pub fn run(a: &Args) -> Result<ExitCode> {
@@ -46,6 +57,9 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                 cost.height()
             );
         }
+    }
+    if a.route {
+        return run_routes(a, &cost, &scen);
     }
     let model = CostModel::Octile;
     let mut astar = AStar::new();
@@ -114,6 +128,120 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         );
         for b in &first_bad {
             outln!("  mismatch   {b}");
+        }
+    }
+    Ok(if mismatches == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `--route`: every query through the sector graph and its tiles.
+fn run_routes(a: &Args, cost: &CostField, scen: &[Scenario]) -> Result<ExitCode> {
+    let model = CostModel::Octile;
+    let started = Instant::now();
+    let graph = SectorGraph::build(cost, a.sector as u32, model)?;
+    let build_ms = started.elapsed().as_secs_f64() * 1e3;
+    let mut search = RouteSearch::new();
+    let (mut excess, mut unreached, mut below) = (Vec::new(), 0usize, 0usize);
+    let mut first_bad = Vec::new();
+    let mut tiles_built = 0usize;
+    let pb = progress(scen.len() as u64, "scenarios");
+    let started = Instant::now();
+    for (k, s) in scen.iter().enumerate() {
+        let from = UVec2::new(s.start.0, s.start.1);
+        let to = UVec2::new(s.goal.0, s.goal.1);
+        let walked = match search.route(&graph, cost, from, to) {
+            Ok(Some(route)) => {
+                let mut tiles = FlowTiles::new(&graph, cost, to)?;
+                tiles_built += tiles.extend(&graph, cost, &route)?;
+                crate::route::follow(cost, &tiles, from, model)
+                    .ok()
+                    .map(|w| crate::route::units(model, w.cost))
+            }
+            Ok(None) => None,
+            Err(e) => bail!("{}:{}: {e}", a.scen, s.line),
+        };
+        match walked {
+            None => {
+                unreached += 1;
+                if first_bad.len() < 10 {
+                    first_bad.push(format!(
+                        "line {}: ({},{}) -> ({},{}) not reached (optimal {})",
+                        s.line, s.start.0, s.start.1, s.goal.0, s.goal.1, s.optimal
+                    ));
+                }
+            }
+            Some(got) => {
+                if got < s.optimal - s.tolerance() {
+                    below += 1;
+                    if first_bad.len() < 10 {
+                        first_bad.push(format!(
+                            "line {}: ({},{}) -> ({},{}) cost {got:.8} below the optimum {}",
+                            s.line, s.start.0, s.start.1, s.goal.0, s.goal.1, s.optimal
+                        ));
+                    }
+                }
+                if s.optimal > 0.0 {
+                    excess.push((got / s.optimal - 1.0).max(0.0));
+                }
+            }
+        }
+        if k % 64 == 0 {
+            pb.set_position(k as u64);
+            reveal_after_a_second(&pb, started);
+        }
+    }
+    pb.finish_and_clear();
+    let secs = started.elapsed().as_secs_f64();
+    let qps = scen.len() as f64 / secs.max(1e-9);
+    excess.sort_by(f64::total_cmp);
+    let mean = excess.iter().sum::<f64>() / excess.len().max(1) as f64;
+    let p95 = excess
+        .get((excess.len() * 95 / 100).min(excess.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or(0.0);
+    let max = excess.last().copied().unwrap_or(0.0);
+    let mismatches = unreached + below;
+    if a.json {
+        let v = serde_json::json!({
+            "map": a.map,
+            "scen": a.scen,
+            "queries": scen.len(),
+            "mismatches": mismatches,
+            "unreached": unreached,
+            "below_optimum": below,
+            "mean_excess": mean,
+            "p95_excess": p95,
+            "max_excess": max,
+            "queries_per_second": qps,
+            "seconds": secs,
+            "sector": a.sector,
+            "build_ms": build_ms,
+            "tiles_per_query": tiles_built as f64 / scen.len() as f64,
+        });
+        outln!("{v}");
+    } else {
+        outln!("map          {}", a.map);
+        outln!(
+            "queries      {} through sectors of side {}",
+            scen.len(),
+            a.sector
+        );
+        outln!("graph        built in {build_ms:.1} ms");
+        outln!("unreached    {unreached}");
+        outln!("below opt.   {below}");
+        outln!(
+            "excess       mean {:.3} %, 95th percentile {:.3} %, worst {:.3} %",
+            100.0 * mean,
+            100.0 * p95,
+            100.0 * max
+        );
+        outln!("queries/s    {qps:.0} (route, tiles and following the arrows)");
+        outln!("tiles/q      {:.1}", tiles_built as f64 / scen.len() as f64);
+        for b in &first_bad {
+            outln!("  bad        {b}");
         }
     }
     Ok(if mismatches == 0 {

@@ -1186,3 +1186,28 @@ fn route_json_has_the_agreed_keys_and_its_tiles_reach_the_goal() {
     assert_eq!(code, 1);
     assert!(out.contains("cannot reach"), "{out}");
 }
+
+#[test]
+fn scen_route_reports_excess_over_the_optimum_and_reaches_every_goal() {
+    let (code, out, err) = horde(&[
+        "scen",
+        &movingai("arena.map"),
+        &movingai("arena.map.scen"),
+        "--route",
+        "--sector",
+        "16",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["queries"], 160);
+    assert_eq!(v["unreached"], 0);
+    let (mean, p95, max) = (
+        v["mean_excess"].as_f64().unwrap(),
+        v["p95_excess"].as_f64().unwrap(),
+        v["max_excess"].as_f64().unwrap(),
+    );
+    assert!(0.0 <= mean && mean <= p95.max(mean) && p95 <= max, "{v}");
+    assert!(mean <= 0.01 && p95 <= 0.03, "{v}");
+    assert!(v["queries_per_second"].as_f64().unwrap() > 0.0, "{v}");
+}
