@@ -38,6 +38,19 @@ pub struct Args {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
+    /// Measure sectors, portals and tiles on a huge generated map instead (`--size`, default
+    /// 4096x4096): graph build, routes on open ground and in a serpentine maze, the first tile,
+    /// memory, and the excess of following the tiles over the optimum.
+    #[arg(long, conflicts_with_all = ["map", "units", "goal", "reps"])]
+    huge: bool,
+    /// Sector side for `--huge`, 8 to 256.
+    #[arg(long, default_value_t = horde::sectors::DEFAULT_SECTOR_SIDE as usize,
+          value_parser = crate::util::count_in(
+              horde::sectors::MIN_SECTOR_SIDE as u64, horde::sectors::MAX_SECTOR_SIDE as u64))]
+    sector: usize,
+    /// Random queries for `--huge`'s excess, 1 to 10,000.
+    #[arg(long, default_value_t = 100, value_parser = crate::util::count_in(1, 10_000))]
+    queries: usize,
 }
 
 /// What the text report prints in place of the peer rows in a default build.
@@ -45,6 +58,9 @@ pub const PEERS_NEED_FEATURE: &str = "pathfinding, bracket-lib  (the peer rows n
 `--features peers`: cargo run --release -p horde-cli --features peers -- bench)";
 
 pub fn run(a: &Args) -> Result<ExitCode> {
+    if a.huge {
+        return run_huge(a);
+    }
     let (cost, name) = match (&a.map, &a.size) {
         (Some(m), _) => load_map(m)?,
         (None, Some(s)) => {
@@ -235,4 +251,69 @@ fn print_table(a: &Args, cost: &CostField, r: &Report) -> Result<()> {
         outln!("{PEERS_NEED_FEATURE}");
     }
     Ok(())
+}
+
+/// `--huge`: the sector graph's figures on a huge generated map.
+fn run_huge(a: &Args) -> Result<ExitCode> {
+    let (w, h) = match &a.size {
+        Some(s) => {
+            let (w, h) =
+                horde_cli::args::parse_size(s).map_err(|e| anyhow::anyhow!("--size {e}"))?;
+            horde::Grid::new(w, h).map_err(|e| anyhow::anyhow!("--size {w}x{h}: {e}"))?;
+            (w, h)
+        }
+        None => (4096, 4096),
+    };
+    if w < 32 || h < 32 {
+        bail!("--size {w}x{h}: --huge needs at least 32x32 (the maze has a wall every 16 columns)");
+    }
+    let r = crate::huge::measure_huge(w, h, a.sector as u32, a.queries)?;
+    if a.json {
+        let v = serde_json::json!({
+            "size": format!("{}x{}", r.width, r.height),
+            "sector": r.sector,
+            "build_ms": r.build_ms,
+            "route_open_ms": r.route_open_ms,
+            "first_tile_ms": r.first_tile_ms,
+            "route_maze_ms": r.route_maze_ms,
+            "edit_ms": null,
+            "bytes_per_cell": r.bytes_per_cell,
+            "tile_excess": r.tile_excess,
+            "tile_excess_p95": r.tile_excess_p95,
+            "queries": r.queries,
+            "nodes": r.nodes,
+            "edges": r.edges,
+            "maze_nodes": r.maze_nodes,
+        });
+        outln!("{v}");
+    } else {
+        outln!(
+            "map            generated {}x{} (open ground with terrain), sectors of {}",
+            r.width,
+            r.height,
+            r.sector
+        );
+        outln!(
+            "graph          built in {:.1} ms: {} portal nodes, {} edges, {:.2} bytes/cell",
+            r.build_ms,
+            r.nodes,
+            r.edges,
+            r.bytes_per_cell
+        );
+        outln!("route, open    {:.3} ms corner to corner", r.route_open_ms);
+        outln!("first tile     {:.3} ms", r.first_tile_ms);
+        outln!(
+            "route, maze    {:.3} ms corner to corner (serpentine, {} portal nodes)",
+            r.route_maze_ms,
+            r.maze_nodes
+        );
+        outln!("edit           not measured yet: graph updates after edits are not implemented");
+        outln!(
+            "tile excess    mean {:.3} %, 95th percentile {:.3} % over {} random queries",
+            100.0 * r.tile_excess,
+            100.0 * r.tile_excess_p95,
+            r.queries
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

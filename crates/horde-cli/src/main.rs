@@ -17,6 +17,7 @@ mod bench;
 mod demo;
 mod dungeon;
 mod field;
+mod huge;
 mod measure;
 mod path;
 #[cfg(feature = "peers")]
