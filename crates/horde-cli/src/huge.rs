@@ -21,6 +21,7 @@ pub struct HugeReport {
     pub route_open_ms: f64,
     pub first_tile_ms: f64,
     pub route_maze_ms: f64,
+    pub edit_ms: f64,
     pub bytes_per_cell: f64,
     pub tile_excess: f64,
     pub tile_excess_p95: f64,
@@ -79,6 +80,26 @@ pub fn measure_huge(width: u32, height: u32, sector: u32, queries: usize) -> Res
         std::hint::black_box(tiles.extend_some(&graph, &open, &route, 1).ok());
     }) / 1e6;
 
+    // An 8 x 8 block walled on the route's way (the centre of the map): the graph updated and
+    // the cached route's tiles dropped and the route answered again, on copies each time.
+    let mut tiles = FlowTiles::new(&graph, &open, b)?;
+    tiles.extend(&graph, &open, &route)?;
+    let centre = UVec2::new(width / 2 - 4, height / 2 - 4);
+    let block = (centre, centre + UVec2::splat(7));
+    let mut edited = open.clone();
+    edited.fill_rect(block.0, block.1, WALL)?;
+    let mut edit_ms = f64::INFINITY;
+    for _ in 0..3 {
+        let mut g = graph.clone();
+        let mut t = tiles.clone();
+        let started = Instant::now();
+        let update = g.update(&edited, &[block])?;
+        if t.forget_stale(&update) || route.sectors.iter().any(|s| update.sectors.contains(s)) {
+            std::hint::black_box(search.route(&g, &edited, a, b)?);
+        }
+        edit_ms = edit_ms.min(started.elapsed().as_secs_f64() * 1e3);
+    }
+
     let maze = serpentine(width, height)?;
     let maze_graph = SectorGraph::build(&maze, sector, model)?;
     let (ma, mb) = (
@@ -122,6 +143,7 @@ pub fn measure_huge(width: u32, height: u32, sector: u32, queries: usize) -> Res
         route_open_ms,
         first_tile_ms,
         route_maze_ms,
+        edit_ms,
         bytes_per_cell: graph.memory_bytes() as f64 / open.grid().len() as f64,
         tile_excess,
         tile_excess_p95,

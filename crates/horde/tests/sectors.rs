@@ -274,3 +274,40 @@ fn moving_ai_maps_are_labelled_like_a_flood_fill_and_routed_near_the_optimum() {
         );
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(200)
+    ))]
+
+    #[test]
+    fn an_updated_graph_equals_a_fresh_build_and_routes_the_same(
+        cost in arb_map(60),
+        side in prop_oneof![Just(8u32), Just(11), Just(16)],
+        model in models(),
+        edits in prop::collection::vec(
+            (any::<u64>(), 0u32..6, 0u32..6, prop_oneof![Just(horde::WALL), Just(1u8), 2u8..=9]),
+            1..6,
+        ),
+        picks in prop::collection::vec(any::<u64>(), 2),
+    ) {
+        let mut cost = cost;
+        let mut graph = SectorGraph::build(&cost, side, model).unwrap();
+        for (at, dw, dh, c) in edits {
+            let (w, h) = (cost.width(), cost.height());
+            let min = UVec2::new((at % w as u64) as u32, ((at >> 32) % h as u64) as u32);
+            let max = UVec2::new((min.x + dw).min(w - 1), (min.y + dh).min(h - 1));
+            cost.fill_rect(min, max, c).unwrap();
+            let update = graph.update(&cost, &[(min, max)]).unwrap();
+            prop_assert!(!update.sectors.is_empty());
+            prop_assert_eq!(&graph, &SectorGraph::build(&cost, side, model).unwrap());
+        }
+        // And routes through it still exist exactly when the goal is reachable.
+        let cells = pick_walkable(&cost, &picks);
+        prop_assume!(cells.len() == 2);
+        let reference = reference_dijkstra(&cost, &[cells[1]], model);
+        let optimal = reference[(cells[0].y * cost.width() + cells[0].x) as usize];
+        let route = RouteSearch::new().route(&graph, &cost, cells[0], cells[1]).unwrap();
+        prop_assert_eq!(route.is_some(), optimal.is_some());
+    }
+}

@@ -89,9 +89,14 @@ pub enum SectorError {
 }
 
 /// Sectors, their components, portal nodes and the graph between them, for one cost field and
-/// cost model. Built by [`SectorGraph::build`]; queried with a [`RouteSearch`].
+/// cost model. Built by [`SectorGraph::build`], kept up to date after edits by
+/// [`SectorGraph::update`]; queried with a [`RouteSearch`].
 ///
-/// Memory: see the [module documentation](self) — about 2.3 bytes per map cell at side 32.
+/// Each sector keeps its own part (its portal nodes, the costs between them, its crossings), so
+/// an edit rebuilds only the sectors it touches. Nodes are numbered sector by sector.
+///
+/// Memory: see the [module documentation](self) — about 2.3 bytes per map cell at side 32 on
+/// open ground.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SectorGraph {
     grid: Grid,
@@ -102,40 +107,154 @@ pub struct SectorGraph {
     /// Per cell, padded to whole sectors and stored sector by sector: the cell's component
     /// within its sector, from 1 (0 for a wall).
     labels: Vec<u16>,
+    /// Per sector: its nodes, the costs between them and its crossings.
+    parts: Vec<Part>,
+    /// Per sector (and one past the last): the number of its first node.
+    node_base: Vec<u32>,
     /// Per sector (and one past the last): the global number of its first component.
-    component_start: Vec<u32>,
+    component_base: Vec<u32>,
     /// Per global component: its connectivity label (equal labels: reachable from each other).
     region: Vec<u32>,
     /// Per sector: whether all its walkable cells have the same terrain cost (so a cost to a
     /// cell equals the cost from it).
     uniform: Vec<bool>,
-    /// Per node: the map index of its cell. Nodes are grouped by sector.
-    node_cell: Vec<u32>,
-    /// Per node: its global component.
-    node_component: Vec<u32>,
-    /// Per sector (and one past the last): its first node.
-    sector_nodes: Vec<u32>,
-    /// Per node (and one past the last): its first edge.
-    edge_start: Vec<u32>,
-    /// Per edge: the node it leads to.
-    edge_to: Vec<u32>,
-    /// Per edge: its raw cost in the graph's model.
-    edge_cost: Vec<u64>,
 }
 
-/// What building one sector yields: its component count and its edges between nodes.
-struct SectorPart {
+/// One sector's share of the graph.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Part {
+    /// Map indices of its portal cells, ascending.
+    nodes: Vec<u32>,
+    /// Each node's component within the sector (from 1).
+    node_label: Vec<u16>,
+    /// Costs between its nodes, row by row: `cost[a * k + b]` from node `a` to node `b` inside
+    /// the sector (`u64::MAX`: not joined inside it).
+    cost: Vec<u64>,
+    /// Per node (and one past the last): its first crossing.
+    cross_start: Vec<u32>,
+    /// Crossings: the portal cell across a border and the step's raw cost.
+    cross: Vec<(u32, u64)>,
+    /// Components in the sector.
     components: u16,
-    edges: Vec<(u32, u32, u64)>,
+}
+
+/// What [`SectorGraph::update`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SectorUpdate {
+    /// The sectors rebuilt, ascending: tiles in them (and routes through them) are stale.
+    pub sectors: Vec<u32>,
+    /// Whether the number of connectivity regions changed (a region split, or two joined).
+    pub regions_changed: bool,
+}
+
+/// The map's geometry, as the per-sector work needs it.
+#[derive(Clone, Copy)]
+struct Shape {
+    w: u32,
+    h: u32,
+    side: u32,
+    sectors_x: u32,
+    model: CostModel,
+}
+
+impl Shape {
+    fn rect(&self, sector: u32) -> Rect {
+        sector_rect(sector, self.side, self.sectors_x, self.w, self.h)
+    }
+
+    fn sector_of_index(&self, cell: u32) -> u32 {
+        sector_of_index(cell, self.w, self.side, self.sectors_x)
+    }
+
+    /// The crossings kept on `sector`'s four borders, as (cell inside, cell across, direction
+    /// of the step out). Each border's crossings are found by one function of the border, so
+    /// the sectors on either side agree on them.
+    fn crossings(&self, costs: &[u8], sector: u32, out: &mut Vec<(u32, u32, Dir8)>) {
+        out.clear();
+        let r = self.rect(sector);
+        let mut pairs = Vec::new();
+        if r.x0 > 0 {
+            vertical_border(costs, self.w, r.x0 - 1, r.y0, r.h, &mut pairs);
+            out.extend(pairs.iter().map(|&(a, b)| (b, a, Dir8::W)));
+        }
+        if r.x0 + r.w < self.w {
+            vertical_border(costs, self.w, r.x0 + r.w - 1, r.y0, r.h, &mut pairs);
+            out.extend(pairs.iter().map(|&(a, b)| (a, b, Dir8::E)));
+        }
+        if r.y0 > 0 {
+            horizontal_border(costs, self.w, r.y0 - 1, r.x0, r.w, &mut pairs);
+            out.extend(pairs.iter().map(|&(a, b)| (b, a, Dir8::N)));
+        }
+        if r.y0 + r.h < self.h {
+            horizontal_border(costs, self.w, r.y0 + r.h - 1, r.x0, r.w, &mut pairs);
+            out.extend(pairs.iter().map(|&(a, b)| (a, b, Dir8::S)));
+        }
+    }
+
+    /// Build `sector`'s part and write its component labels into `labels` (its chunk).
+    fn build_part(
+        &self,
+        costs: &[u8],
+        sector: u32,
+        labels: &mut [u16],
+        fields: &mut SectorFields,
+    ) -> Part {
+        let rect = self.rect(sector);
+        let components = label_components(costs, self.w, rect, labels, &mut Vec::new());
+        let mut crossings = Vec::new();
+        self.crossings(costs, sector, &mut crossings);
+        let mut nodes: Vec<u32> = crossings.iter().map(|c| c.0).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let local: Vec<u32> = nodes
+            .iter()
+            .map(|&c| rect.local(c % self.w, c / self.w))
+            .collect();
+        let node_label: Vec<u16> = local.iter().map(|&l| labels[l as usize]).collect();
+        let k = nodes.len();
+        let mut cost = vec![u64::MAX; k * k];
+        for (b, &to) in local.iter().enumerate() {
+            cost[b * k + b] = 0;
+            if !(0..k).any(|a| a != b && node_label[a] == node_label[b]) {
+                continue;
+            }
+            // One field to node `b` gives the costs from every other node into it.
+            let dist = fields.costs_to(costs, self.w, self.model, rect, &[(to, 0)]);
+            for (a, &from) in local.iter().enumerate() {
+                if a != b && node_label[a] == node_label[b] {
+                    cost[a * k + b] = dist[from as usize];
+                }
+            }
+        }
+        crossings.sort_unstable_by_key(|c| (c.0, c.1));
+        let mut cross_start = vec![0u32; k + 1];
+        let mut cross = Vec::with_capacity(crossings.len());
+        for &(inside, across, dir) in &crossings {
+            let n = nodes
+                .binary_search(&inside)
+                .expect("a crossing's cell is a node");
+            cross_start[n + 1] += 1;
+            cross.push((across, self.model.step(dir, costs[inside as usize]) as u64));
+        }
+        for n in 0..k {
+            cross_start[n + 1] += cross_start[n];
+        }
+        Part {
+            nodes,
+            node_label,
+            cost,
+            cross_start,
+            cross,
+            components,
+        }
+    }
 }
 
 impl SectorGraph {
     /// Build the graph of `cost` with square sectors of `side` cells under `model`.
     ///
-    /// Cost: one pass over the map for portals and components, then for every portal node a
-    /// Dijkstra confined to its sector that stops once the sector's other nodes are settled —
-    /// O(nodes per sector × cells per sector) per sector, in parallel over sectors with the
-    /// `parallel` feature.
+    /// Cost: for each sector, its component labels, its border crossings, and one field over
+    /// the sector per portal node; in parallel over sectors with the `parallel` feature.
     ///
     /// ```
     /// use glam::UVec2;
@@ -158,163 +277,162 @@ impl SectorGraph {
         let sectors_x = w.div_ceil(side);
         let sectors_y = h.div_ceil(side);
         let sector_count = (sectors_x * sectors_y) as usize;
-        let costs = cost.costs();
-
-        // Portals: maximal runs of open cell pairs along each border, one or two transitions
-        // per run.
-        let transitions = find_transitions(costs, w, h, side);
-        let mut by_sector: Vec<(u32, u32)> = transitions
-            .iter()
-            .flat_map(|&(a, b)| [a, b])
-            .map(|cell| (sector_of_index(cell, w, side, sectors_x), cell))
-            .collect();
-        by_sector.sort_unstable();
-        by_sector.dedup();
-        let node_cell: Vec<u32> = by_sector.iter().map(|&(_, c)| c).collect();
-        let mut sector_nodes = vec![0u32; sector_count + 1];
-        for &(s, _) in &by_sector {
-            sector_nodes[s as usize + 1] += 1;
-        }
-        for s in 0..sector_count {
-            sector_nodes[s + 1] += sector_nodes[s];
-        }
-
-        // Each sector on its own: components, then the costs between its nodes.
-        let per_sector = (side * side) as usize;
-        let mut labels = vec![0u16; sector_count * per_sector];
-        let build_sector = |(s, labels): (usize, &mut [u16])| -> SectorPart {
-            let rect = sector_rect(s as u32, side, sectors_x, w, h);
-            let components = label_components(costs, w, rect, labels, &mut Vec::new());
-            let nodes = sector_nodes[s] as usize..sector_nodes[s + 1] as usize;
-            let local: Vec<u32> = node_cell[nodes.clone()]
-                .iter()
-                .map(|&c| rect.local(c % w, c / w))
-                .collect();
-            let mut fields = SectorFields::default();
-            let mut edges = Vec::new();
-            for (k, &to) in local.iter().enumerate() {
-                let alone = local
-                    .iter()
-                    .all(|&t| t == to || labels[t as usize] != labels[to as usize]);
-                if alone {
-                    continue;
-                }
-                // One field to node `k` gives the edges from every other node into it.
-                let dist = fields.costs_to(costs, w, model, rect, &[(to, 0)]);
-                for (m, &from) in local.iter().enumerate() {
-                    let d = dist[from as usize];
-                    if m != k && labels[from as usize] == labels[to as usize] && d != u64::MAX {
-                        edges.push(((nodes.start + m) as u32, (nodes.start + k) as u32, d));
-                    }
-                }
-            }
-            SectorPart { components, edges }
-        };
-        #[cfg(feature = "parallel")]
-        let parts: Vec<SectorPart> = {
-            use rayon::prelude::*;
-            labels
-                .par_chunks_mut(per_sector)
-                .enumerate()
-                .map(build_sector)
-                .collect()
-        };
-        #[cfg(not(feature = "parallel"))]
-        let parts: Vec<SectorPart> = labels
-            .chunks_mut(per_sector)
-            .enumerate()
-            .map(build_sector)
-            .collect();
-
-        let mut component_start = vec![0u32; sector_count + 1];
-        for (s, part) in parts.iter().enumerate() {
-            component_start[s + 1] = component_start[s] + part.components as u32;
-        }
-        let node_component: Vec<u32> = by_sector
-            .iter()
-            .map(|&(s, c)| {
-                let rect = sector_rect(s, side, sectors_x, w, h);
-                let label = labels[s as usize * per_sector + rect.local(c % w, c / w) as usize];
-                component_start[s as usize] + label as u32 - 1
-            })
-            .collect();
-
-        // Edges: inside sectors, then across borders.
-        let node_of = |cell: u32| -> u32 {
-            let s = sector_of_index(cell, w, side, sectors_x) as usize;
-            let range = sector_nodes[s] as usize..sector_nodes[s + 1] as usize;
-            let k = node_cell[range.clone()]
-                .binary_search(&cell)
-                .expect("every transition cell is a node");
-            (range.start + k) as u32
-        };
-        let mut edges: Vec<(u32, u32, u64)> = parts.into_iter().flat_map(|p| p.edges).collect();
-        for &(a, b) in &transitions {
-            let dir = if b == a + 1 { Dir8::E } else { Dir8::S };
-            let (na, nb) = (node_of(a), node_of(b));
-            edges.push((na, nb, model.step(dir, costs[a as usize]) as u64));
-            edges.push((nb, na, model.step(dir.opposite(), costs[b as usize]) as u64));
-        }
-        edges.sort_unstable();
-        edges.dedup_by_key(|e| (e.0, e.1));
-        let node_count = node_cell.len();
-        let mut edge_start = vec![0u32; node_count + 1];
-        for e in &edges {
-            edge_start[e.0 as usize + 1] += 1;
-        }
-        for n in 0..node_count {
-            edge_start[n + 1] += edge_start[n];
-        }
-        let edge_to = edges.iter().map(|e| e.1).collect();
-        let edge_cost = edges.iter().map(|e| e.2).collect();
-
-        // Connectivity labels: components joined by any border crossing share a region.
-        let components = component_start[sector_count] as usize;
-        let mut parent: Vec<u32> = (0..components as u32).collect();
-        for &(a, b) in &transitions {
-            let (ca, cb) = (
-                node_component[node_of(a) as usize],
-                node_component[node_of(b) as usize],
-            );
-            let (ra, rb) = (find(&mut parent, ca), find(&mut parent, cb));
-            if ra != rb {
-                parent[ra.max(rb) as usize] = ra.min(rb);
-            }
-        }
-        let region = (0..components as u32)
-            .map(|c| find(&mut parent, c))
-            .collect();
-
-        let uniform = (0..sector_count as u32)
-            .map(|s| {
-                let r = sector_rect(s, side, sectors_x, w, h);
-                let mut walkable = (r.y0..r.y0 + r.h)
-                    .flat_map(|y| {
-                        let row = (y * w + r.x0) as usize;
-                        costs[row..row + r.w as usize].iter()
-                    })
-                    .filter(|&&c| c != WALL);
-                let first = walkable.next();
-                walkable.all(|c| Some(c) == first)
-            })
-            .collect();
-        Ok(SectorGraph {
+        let mut graph = SectorGraph {
             grid,
             model,
             side,
             sectors_x,
             sectors_y,
-            labels,
-            component_start,
-            region,
-            uniform,
-            node_cell,
-            node_component,
-            sector_nodes,
-            edge_start,
-            edge_to,
-            edge_cost,
+            labels: vec![0u16; sector_count * (side * side) as usize],
+            parts: vec![Part::default(); sector_count],
+            node_base: vec![0; sector_count + 1],
+            component_base: vec![0; sector_count + 1],
+            region: Vec::new(),
+            uniform: vec![false; sector_count],
+        };
+        let all: Vec<u32> = (0..sector_count as u32).collect();
+        graph.rebuild(cost, &all);
+        Ok(graph)
+    }
+
+    /// Bring the graph up to date after the cells in the rectangles `changed` (corners
+    /// inclusive) changed in `cost`: only the sectors within one cell of a change are rebuilt,
+    /// then the node numbering and the connectivity labels are brought up to date. The result
+    /// equals a fresh [`SectorGraph::build`] of the edited map.
+    ///
+    /// Cost: the rebuilt sectors' work (as in a build), plus O(sectors + crossings) for the
+    /// numbering and the labels.
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::sectors::SectorGraph;
+    /// use horde::{CostModel, WALL};
+    /// let mut map = horde::maps::demo_map();
+    /// let mut graph = SectorGraph::build(&map, 16, CostModel::Octile).unwrap();
+    /// map.fill_rect(UVec2::new(40, 40), UVec2::new(47, 47), WALL).unwrap();
+    /// let update = graph.update(&map, &[(UVec2::new(40, 40), UVec2::new(47, 47))]).unwrap();
+    /// assert_eq!(update.sectors.len(), 4);
+    /// assert_eq!(graph, SectorGraph::build(&map, 16, CostModel::Octile).unwrap());
+    /// ```
+    pub fn update(
+        &mut self,
+        cost: &CostField,
+        changed: &[(UVec2, UVec2)],
+    ) -> Result<SectorUpdate, SectorError> {
+        SizeMismatch::check(
+            "cost field",
+            SizeMismatch::of(cost.grid()),
+            "sector graph",
+            SizeMismatch::of(&self.grid),
+        )?;
+        let (w, h) = (self.grid.width(), self.grid.height());
+        let mut sectors = Vec::new();
+        for &(a, b) in changed {
+            let (lo, hi) = (a.min(b), a.max(b));
+            // One cell more on every side: a border cell's change moves the crossings of the
+            // sector across it too.
+            let x0 = lo.x.saturating_sub(1).min(w - 1) / self.side;
+            let y0 = lo.y.saturating_sub(1).min(h - 1) / self.side;
+            let x1 = hi.x.saturating_add(1).min(w - 1) / self.side;
+            let y1 = hi.y.saturating_add(1).min(h - 1) / self.side;
+            for sy in y0..=y1 {
+                for sx in x0..=x1 {
+                    sectors.push(sy * self.sectors_x + sx);
+                }
+            }
+        }
+        sectors.sort_unstable();
+        sectors.dedup();
+        let before = self.region_partition();
+        self.rebuild(cost, &sectors);
+        let regions_changed = before != self.region_partition();
+        Ok(SectorUpdate {
+            sectors,
+            regions_changed,
         })
+    }
+
+    /// Rebuild the parts of `sectors` (ascending), then the numbering and the labels.
+    fn rebuild(&mut self, cost: &CostField, sectors: &[u32]) {
+        let costs = cost.costs();
+        let shape = self.shape();
+        let per_sector = (self.side * self.side) as usize;
+        // Each listed sector's label chunk, paired with its number.
+        let mut chunks: Vec<(u32, &mut [u16])> = Vec::with_capacity(sectors.len());
+        let mut rest: &mut [u16] = &mut self.labels;
+        let mut at = 0u32;
+        for &s in sectors {
+            let skip = (s - at) as usize * per_sector;
+            let (_, tail) = rest.split_at_mut(skip);
+            let (chunk, tail) = tail.split_at_mut(per_sector);
+            chunks.push((s, chunk));
+            rest = tail;
+            at = s + 1;
+        }
+        let work = |(s, chunk): (u32, &mut [u16])| {
+            let mut fields = SectorFields::default();
+            (s, shape.build_part(costs, s, chunk, &mut fields))
+        };
+        #[cfg(feature = "parallel")]
+        let built: Vec<(u32, Part)> = {
+            use rayon::prelude::*;
+            chunks.into_par_iter().map(work).collect()
+        };
+        #[cfg(not(feature = "parallel"))]
+        let built: Vec<(u32, Part)> = chunks.into_iter().map(work).collect();
+        for (s, part) in built {
+            self.uniform[s as usize] = is_uniform(costs, shape.w, shape.rect(s));
+            self.parts[s as usize] = part;
+        }
+        for s in 0..self.parts.len() {
+            self.node_base[s + 1] = self.node_base[s] + self.parts[s].nodes.len() as u32;
+            self.component_base[s + 1] = self.component_base[s] + self.parts[s].components as u32;
+        }
+        self.relabel_regions();
+    }
+
+    /// Connectivity labels: components joined by a crossing share a region, numbered by their
+    /// smallest component.
+    fn relabel_regions(&mut self) {
+        let components = *self.component_base.last().expect("one past the last") as usize;
+        let mut parent: Vec<u32> = (0..components as u32).collect();
+        for (s, part) in self.parts.iter().enumerate() {
+            for n in 0..part.nodes.len() {
+                let here = self.component_base[s] + part.node_label[n] as u32 - 1;
+                let range = part.cross_start[n] as usize..part.cross_start[n + 1] as usize;
+                for &(across, _) in &part.cross[range] {
+                    let there = self
+                        .component_of_index(across)
+                        .expect("a crossing leads to a walkable cell");
+                    let (a, b) = (find(&mut parent, here), find(&mut parent, there));
+                    if a != b {
+                        parent[a.max(b) as usize] = a.min(b);
+                    }
+                }
+            }
+        }
+        self.region = (0..components as u32)
+            .map(|c| find(&mut parent, c))
+            .collect();
+    }
+
+    /// The number of regions (the components that are their own region's root).
+    fn region_partition(&self) -> usize {
+        self.region
+            .iter()
+            .enumerate()
+            .filter(|&(c, &r)| c as u32 == r)
+            .count()
+    }
+
+    fn shape(&self) -> Shape {
+        Shape {
+            w: self.grid.width(),
+            h: self.grid.height(),
+            side: self.side,
+            sectors_x: self.sectors_x,
+            model: self.model,
+        }
     }
 
     /// The map's grid.
@@ -339,26 +457,88 @@ impl SectorGraph {
 
     /// Portal nodes (cells on a sector border where a crossing starts or ends).
     pub fn node_count(&self) -> usize {
-        self.node_cell.len()
+        *self.node_base.last().expect("one past the last") as usize
     }
 
-    /// Directed edges between portal nodes.
+    /// Directed edges between portal nodes: inside sectors and across borders.
     pub fn edge_count(&self) -> usize {
-        self.edge_to.len()
+        self.parts
+            .iter()
+            .map(|p| {
+                p.cost.iter().filter(|&&c| c != u64::MAX).count() - p.nodes.len() + p.cross.len()
+            })
+            .sum()
+    }
+
+    /// The sector and the index within it of node `node`.
+    fn locate(&self, node: usize) -> (usize, usize) {
+        let s = self.node_base.partition_point(|&b| b as usize <= node) - 1;
+        (s, node - self.node_base[s] as usize)
+    }
+
+    /// The map index of node `node`'s cell.
+    fn node_index(&self, node: usize) -> u32 {
+        let (s, k) = self.locate(node);
+        self.parts[s].nodes[k]
     }
 
     /// The cell of portal node `node`.
     pub fn node_cell(&self, node: usize) -> UVec2 {
-        self.grid.cell(self.node_cell[node] as usize)
+        self.grid.cell(self.node_index(node) as usize)
+    }
+
+    /// The global component of node `node`.
+    fn node_component(&self, node: usize) -> u32 {
+        let (s, k) = self.locate(node);
+        self.component_base[s] + self.parts[s].node_label[k] as u32 - 1
+    }
+
+    /// The node at map index `cell`, if it is one.
+    fn node_at(&self, cell: u32) -> Option<usize> {
+        let s = self.shape().sector_of_index(cell) as usize;
+        let k = self.parts[s].nodes.binary_search(&cell).ok()?;
+        Some(self.node_base[s] as usize + k)
     }
 
     /// The edges leaving portal node `node`: the node each leads to and its raw cost.
     pub fn edges(&self, node: usize) -> impl Iterator<Item = (usize, u64)> + '_ {
-        let range = self.edge_start[node] as usize..self.edge_start[node + 1] as usize;
-        self.edge_to[range.clone()]
+        let (s, k) = self.locate(node);
+        let part = &self.parts[s];
+        let n = part.nodes.len();
+        let base = self.node_base[s] as usize;
+        let inside = part.cost[k * n..(k + 1) * n]
             .iter()
-            .zip(&self.edge_cost[range])
-            .map(|(&to, &cost)| (to as usize, cost))
+            .enumerate()
+            .filter(move |&(m, &c)| m != k && c != u64::MAX)
+            .map(move |(m, &c)| (base + m, c));
+        let range = part.cross_start[k] as usize..part.cross_start[k + 1] as usize;
+        let across = part.cross[range]
+            .iter()
+            .map(|&(cell, c)| (self.node_at(cell).expect("a crossing leads to a node"), c));
+        inside.chain(across)
+    }
+
+    /// Call `f(node, sector, cell, cost)` for each edge leaving the `k`th node of sector `s`:
+    /// the search's inner loop, which knows each node's sector and so needs no lookup for it.
+    #[inline]
+    fn for_each_edge(&self, s: usize, k: usize, mut f: impl FnMut(u32, u32, u32, u64)) {
+        let part = &self.parts[s];
+        let n = part.nodes.len();
+        let base = self.node_base[s];
+        for (m, &c) in part.cost[k * n..(k + 1) * n].iter().enumerate() {
+            if m != k && c != u64::MAX {
+                f(base + m as u32, s as u32, part.nodes[m], c);
+            }
+        }
+        let range = part.cross_start[k] as usize..part.cross_start[k + 1] as usize;
+        for &(cell, c) in &part.cross[range] {
+            let t = self.shape().sector_of_index(cell) as usize;
+            let m = self.parts[t]
+                .nodes
+                .binary_search(&cell)
+                .expect("a crossing leads to a node");
+            f(self.node_base[t] + m as u32, t as u32, cell, c);
+        }
     }
 
     /// The sector holding `cell` (numbered row by row), if it is on the map.
@@ -386,16 +566,21 @@ impl SectorGraph {
     /// Bytes held by the graph (not counting the cost field it was built from).
     pub fn memory_bytes(&self) -> usize {
         use std::mem::size_of;
+        let parts: usize = self
+            .parts
+            .iter()
+            .map(|p| {
+                size_of::<Part>()
+                    + p.nodes.len() * 4
+                    + p.node_label.len() * 2
+                    + p.cost.len() * 8
+                    + p.cross_start.len() * 4
+                    + p.cross.len() * 16
+            })
+            .sum();
         self.labels.len() * size_of::<u16>()
-            + (self.component_start.len()
-                + self.region.len()
-                + self.node_cell.len()
-                + self.node_component.len()
-                + self.sector_nodes.len()
-                + self.edge_start.len()
-                + self.edge_to.len())
-                * size_of::<u32>()
-            + self.edge_cost.len() * size_of::<u64>()
+            + parts
+            + (self.node_base.len() + self.component_base.len() + self.region.len()) * 4
             + self.uniform.len()
     }
 
@@ -405,22 +590,21 @@ impl SectorGraph {
         let rect = self.rect(s);
         let label = self.labels
             [s as usize * (self.side * self.side) as usize + rect.local(cell.x, cell.y) as usize];
-        (label != 0).then(|| self.component_start[s as usize] + label as u32 - 1)
+        (label != 0).then(|| self.component_base[s as usize] + label as u32 - 1)
+    }
+
+    /// The global component of the cell at map index `cell`.
+    fn component_of_index(&self, cell: u32) -> Option<u32> {
+        self.component(self.grid.cell(cell as usize))
     }
 
     fn rect(&self, sector: u32) -> Rect {
-        sector_rect(
-            sector,
-            self.side,
-            self.sectors_x,
-            self.grid.width(),
-            self.grid.height(),
-        )
+        self.shape().rect(sector)
     }
 
     /// The nodes of `sector`.
     fn nodes_of(&self, sector: u32) -> std::ops::Range<usize> {
-        self.sector_nodes[sector as usize] as usize..self.sector_nodes[sector as usize + 1] as usize
+        self.node_base[sector as usize] as usize..self.node_base[sector as usize + 1] as usize
     }
 
     /// Check a route end: on the map and walkable.
@@ -448,6 +632,18 @@ impl SectorGraph {
     }
 }
 
+/// Whether every walkable cell of `rect` has the same terrain cost.
+fn is_uniform(costs: &[u8], w: u32, rect: Rect) -> bool {
+    let mut walkable = (rect.y0..rect.y0 + rect.h)
+        .flat_map(|y| {
+            let row = (y * w + rect.x0) as usize;
+            costs[row..row + rect.w as usize].iter()
+        })
+        .filter(|&&c| c != WALL);
+    let first = walkable.next();
+    walkable.all(|c| Some(c) == first)
+}
+
 /// Union-find root with path halving.
 fn find(parent: &mut [u32], mut c: u32) -> u32 {
     while parent[c as usize] != c {
@@ -473,60 +669,51 @@ fn sector_rect(sector: u32, side: u32, sectors_x: u32, w: u32, h: u32) -> Rect {
     }
 }
 
-/// The crossings kept along every sector border, as pairs of map indices `(a, b)` with `b` the
-/// east or south neighbour of `a`: for each maximal run of cells open on both sides, its middle
-/// pair when the run is short, its two end pairs otherwise.
-fn find_transitions(costs: &[u8], w: u32, h: u32, side: u32) -> Vec<(u32, u32)> {
-    let mut out = Vec::new();
-    let open = |a: u32, b: u32| costs[a as usize] != WALL && costs[b as usize] != WALL;
-    let keep = |run: &[(u32, u32)], out: &mut Vec<(u32, u32)>| {
-        let n = run.len() as u32;
-        if n == 0 {
-        } else if n <= ONE_NODE_RUN {
-            out.push(run[run.len() / 2]);
-        } else {
+/// The crossings kept along one run of open cell pairs: its middle pair when it is short, its
+/// two end pairs otherwise.
+fn keep_run(run: &[(u32, u32)], out: &mut Vec<(u32, u32)>) {
+    match run.len() as u32 {
+        0 => {}
+        n if n <= ONE_NODE_RUN => out.push(run[run.len() / 2]),
+        _ => {
             out.push(run[0]);
             out.push(run[run.len() - 1]);
         }
-    };
+    }
+}
+
+/// The crossings kept on the vertical border between column `x` and column `x + 1`, over rows
+/// `y0..y0 + rows`: pairs of map indices (west cell, east cell).
+fn vertical_border(costs: &[u8], w: u32, x: u32, y0: u32, rows: u32, out: &mut Vec<(u32, u32)>) {
+    out.clear();
     let mut run = Vec::new();
-    // Vertical borders: cell x = k·side − 1 and its east neighbour; runs end at sector rows.
-    for x in (side..w).step_by(side as usize) {
-        for y in 0..h {
-            if y % side == 0 {
-                keep(&run, &mut out);
-                run.clear();
-            }
-            let a = y * w + x - 1;
-            if open(a, a + 1) {
-                run.push((a, a + 1));
-            } else {
-                keep(&run, &mut out);
-                run.clear();
-            }
+    for y in y0..y0 + rows {
+        let a = y * w + x;
+        if costs[a as usize] != WALL && costs[a as usize + 1] != WALL {
+            run.push((a, a + 1));
+        } else {
+            keep_run(&run, out);
+            run.clear();
         }
-        keep(&run, &mut out);
-        run.clear();
     }
-    // Horizontal borders: row y = k·side − 1 and the row below; runs end at sector columns.
-    for y in (side..h).step_by(side as usize) {
-        for x in 0..w {
-            if x % side == 0 {
-                keep(&run, &mut out);
-                run.clear();
-            }
-            let a = (y - 1) * w + x;
-            if open(a, a + w) {
-                run.push((a, a + w));
-            } else {
-                keep(&run, &mut out);
-                run.clear();
-            }
+    keep_run(&run, out);
+}
+
+/// The crossings kept on the horizontal border between row `y` and row `y + 1`, over columns
+/// `x0..x0 + cols`: pairs of map indices (north cell, south cell).
+fn horizontal_border(costs: &[u8], w: u32, y: u32, x0: u32, cols: u32, out: &mut Vec<(u32, u32)>) {
+    out.clear();
+    let mut run = Vec::new();
+    for x in x0..x0 + cols {
+        let a = y * w + x;
+        if costs[a as usize] != WALL && costs[(a + w) as usize] != WALL {
+            run.push((a, a + w));
+        } else {
+            keep_run(&run, out);
+            run.clear();
         }
-        keep(&run, &mut out);
-        run.clear();
     }
-    out
+    keep_run(&run, out);
 }
 
 #[cfg(test)]

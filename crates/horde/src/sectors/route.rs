@@ -41,6 +41,10 @@ pub struct RouteSearch {
     /// is the current generation.
     g: Vec<u64>,
     g_stamp: Vec<u32>,
+    /// Per vertex: set when it is expanded (its cost is final: the heuristic is consistent).
+    closed_stamp: Vec<u32>,
+    /// Per vertex: its sector, known when it is reached.
+    sector: Vec<u32>,
     parent: Vec<u32>,
     /// Per node: its cost to the goal inside the goal's sector, valid when stamped.
     to_goal: Vec<u64>,
@@ -132,6 +136,11 @@ impl RouteSearch {
             graph.sector_of(goal).expect("checked"),
         );
         let same_component = start_component == goal_component;
+        // The octile distance to the goal: a lower bound of any path's cost (every terrain
+        // cost is at least 1), and consistent, so a vertex's first expansion is final.
+        let (gx, gy) = (goal.x, goal.y);
+        let h =
+            |cell: u32| model.heuristic((cell % w).abs_diff(gx), (cell / w).abs_diff(gy)) as u64;
 
         // The goal's side: the cost from every cell of the goal's sector to the goal.
         let rect = graph.rect(goal_sector);
@@ -139,8 +148,8 @@ impl RouteSearch {
             self.fields
                 .costs_to(costs, w, model, rect, &[(rect.local(goal.x, goal.y), 0)]);
         for node in graph.nodes_of(goal_sector) {
-            if graph.node_component[node] == goal_component {
-                let c = graph.node_cell[node];
+            if graph.node_component(node) == goal_component {
+                let c = graph.node_index(node);
                 self.to_goal[node] = to_goal[rect.local(c % w, c / w) as usize];
                 self.to_goal_stamp[node] = self.generation;
             }
@@ -162,8 +171,8 @@ impl RouteSearch {
         } else {
             self.targets.clear();
             for node in graph.nodes_of(start_sector) {
-                if graph.node_component[node] == start_component {
-                    let c = graph.node_cell[node];
+                if graph.node_component(node) == start_component {
+                    let c = graph.node_index(node);
                     self.targets.push(rect.local(c % w, c / w));
                 }
             }
@@ -180,8 +189,8 @@ impl RouteSearch {
         };
         self.start_edges.clear();
         for node in graph.nodes_of(start_sector) {
-            if graph.node_component[node] == start_component {
-                let c = graph.node_cell[node];
+            if graph.node_component(node) == start_component {
+                let c = graph.node_index(node);
                 let d = from_start[rect.local(c % w, c / w) as usize];
                 if d != u64::MAX {
                     self.start_edges.push((node as u32, d));
@@ -191,32 +200,38 @@ impl RouteSearch {
         self.settle(start_v, 0, u32::MAX);
         for k in 0..self.start_edges.len() {
             let (node, d) = self.start_edges[k];
-            self.relax(graph, goal, node, d, start_v);
+            let cell = graph.node_index(node as usize);
+            self.relax(node, start_sector, h(cell), d, start_v);
         }
         if direct != u64::MAX {
-            self.relax(graph, goal, goal_v, direct, start_v);
+            self.relax(goal_v, goal_sector, 0, direct, start_v);
         }
 
         // A* over the portal graph.
         let mut expanded = 0;
-        while let Some(Reverse((f, v))) = self.heap.pop() {
+        let graph_nodes = graph.node_count() as u32;
+        while let Some(Reverse((_, v))) = self.heap.pop() {
             if v == goal_v {
                 break;
             }
-            let g = self.g[v as usize];
-            if f != g + heuristic(graph, v, goal) {
-                continue; // a stale entry
+            if self.closed_stamp[v as usize] == self.generation {
+                continue; // reached again more cheaply after this entry was queued
             }
+            self.closed_stamp[v as usize] = self.generation;
+            let g = self.g[v as usize];
             expanded += 1;
             if self.to_goal_stamp[v as usize] == self.generation {
                 let to_goal = self.to_goal[v as usize];
                 if to_goal != u64::MAX {
-                    self.relax(graph, goal, goal_v, g + to_goal, v);
+                    self.relax(goal_v, goal_sector, 0, g + to_goal, v);
                 }
             }
-            for (to, c) in graph.edges(v as usize) {
-                self.relax(graph, goal, to as u32, g + c, v);
-            }
+            let s = self.sector[v as usize] as usize;
+            let k = v as usize - graph.nodes_of(s as u32).start;
+            graph.for_each_edge(s, k, |to, sector, cell, c| {
+                debug_assert!(to < graph_nodes);
+                self.relax(to, sector, h(cell), g + c, v);
+            });
         }
         if self.g_stamp[goal_v as usize] != self.generation {
             // Same region yet no route: cannot happen, as every portal of a component is joined
@@ -261,6 +276,8 @@ impl RouteSearch {
         if self.g.len() < vertices {
             self.g.resize(vertices, 0);
             self.g_stamp.resize(vertices, 0);
+            self.closed_stamp.resize(vertices, 0);
+            self.sector.resize(vertices, 0);
             self.parent.resize(vertices, 0);
             self.to_goal.resize(vertices, 0);
             self.to_goal_stamp.resize(vertices, 0);
@@ -269,6 +286,7 @@ impl RouteSearch {
         if self.generation == 0 {
             // After 2^32 queries the stamps could collide: start them over.
             self.g_stamp.fill(0);
+            self.closed_stamp.fill(0);
             self.to_goal_stamp.fill(0);
             self.generation = 1;
         }
@@ -281,24 +299,14 @@ impl RouteSearch {
         self.parent[v as usize] = parent;
     }
 
-    /// Offer `v` the cost `g` through `parent`.
-    fn relax(&mut self, graph: &SectorGraph, goal: UVec2, v: u32, g: u64, parent: u32) {
+    /// Offer vertex `v` (in `sector`, `h` from the goal) the cost `g` through `parent`.
+    #[inline]
+    fn relax(&mut self, v: u32, sector: u32, h: u64, g: u64, parent: u32) {
         if self.g_stamp[v as usize] == self.generation && self.g[v as usize] <= g {
             return;
         }
         self.settle(v, g, parent);
-        self.heap.push(Reverse((g + heuristic(graph, v, goal), v)));
+        self.sector[v as usize] = sector;
+        self.heap.push(Reverse((g + h, v)));
     }
-}
-
-/// The octile distance from vertex `v` to the goal, a lower bound of any path's cost (every
-/// terrain cost is at least 1). The start and goal vertices get 0, which is all they need.
-fn heuristic(graph: &SectorGraph, v: u32, goal: UVec2) -> u64 {
-    if v as usize >= graph.node_count() {
-        return 0;
-    }
-    let c = graph.node_cell(v as usize);
-    graph
-        .model
-        .heuristic(c.x.abs_diff(goal.x), c.y.abs_diff(goal.y)) as u64
 }

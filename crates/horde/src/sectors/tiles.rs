@@ -5,7 +5,7 @@
 use glam::UVec2;
 
 use super::local::{Rect, SectorFields};
-use super::{Route, SectorError, SectorGraph};
+use super::{Route, SectorError, SectorGraph, SectorUpdate};
 use crate::cost::{CostField, WALL};
 use crate::flow::{FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL};
 use crate::grid::{Dir8, SizeMismatch};
@@ -157,6 +157,8 @@ impl FlowTiles {
                 tiles: (self.goal.x, self.goal.y),
             });
         }
+        // The goal may have been walled in since.
+        graph.check_end(cost, self.goal, "goal")?;
         let mut built = 0;
         // Walk the route backwards, a sector at a time, with the waypoints inside it.
         let mut end = route.waypoints.len();
@@ -185,6 +187,42 @@ impl FlowTiles {
             end = begin;
         }
         Ok((built, true))
+    }
+
+    /// After [`SectorGraph::update`]: drop every tile if any of them lies in a rebuilt sector
+    /// (a tile's costs depend on the tiles beside it, so one stale tile can mislead the rest).
+    /// Returns whether the tiles were dropped; routes to this goal are then built again with
+    /// [`FlowTiles::extend`]. O(sectors rebuilt).
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::sectors::{FlowTiles, RouteSearch, SectorGraph};
+    /// use horde::{CostModel, WALL};
+    /// let mut map = horde::maps::demo_map();
+    /// let mut graph = SectorGraph::build(&map, 16, CostModel::TenFourteen).unwrap();
+    /// let (start, goal) = (UVec2::new(2, 2), UVec2::new(125, 125));
+    /// let route = RouteSearch::new().route(&graph, &map, start, goal).unwrap().unwrap();
+    /// let mut tiles = FlowTiles::new(&graph, &map, goal).unwrap();
+    /// tiles.extend(&graph, &map, &route).unwrap();
+    /// // A wall far from every tile leaves them; one on a tile drops them.
+    /// let far = graph.sector_of(UVec2::new(120, 5)).unwrap();
+    /// if !tiles.has_tile(far) {
+    ///     map.set(UVec2::new(120, 5), WALL).unwrap();
+    ///     let update = graph.update(&map, &[(UVec2::new(120, 5), UVec2::new(120, 5))]).unwrap();
+    ///     assert!(!tiles.forget_stale(&update));
+    /// }
+    /// map.set(UVec2::new(3, 3), WALL).unwrap();
+    /// let update = graph.update(&map, &[(UVec2::new(3, 3), UVec2::new(3, 3))]).unwrap();
+    /// assert!(tiles.forget_stale(&update));
+    /// assert_eq!(tiles.tile_count(), 0);
+    /// ```
+    pub fn forget_stale(&mut self, update: &SectorUpdate) -> bool {
+        if !update.sectors.iter().any(|&s| self.has_tile(s)) {
+            return false;
+        }
+        self.tiles.clear();
+        self.slot.fill(u32::MAX);
+        true
     }
 
     /// The raw cost to the goal from `cell` through the tiles, if its tile is built and leads
