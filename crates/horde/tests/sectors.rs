@@ -311,3 +311,59 @@ proptest! {
         prop_assert_eq!(route.is_some(), optimal.is_some());
     }
 }
+
+#[test]
+fn costs_beyond_32_bits_inside_a_sector_are_kept_exact() {
+    // Four sectors of 256. The first is a serpentine of cost-254 swamp (walls on every odd row,
+    // the gap at alternate ends) closed on its east and south sides except at rows 0 and 254 of
+    // the east side: the way between those two portal cells runs through every row, over 2^32
+    // raw octile units.
+    let (w, h) = (512u32, 512u32);
+    let mut costs = vec![1u8; (w * h) as usize];
+    for y in 0..256u32 {
+        for x in 0..256u32 {
+            let c = &mut costs[(y * w + x) as usize];
+            *c = 254;
+            let serpentine_wall = y % 2 == 1 && x != if (y / 2) % 2 == 0 { 254 } else { 0 };
+            let closed_side = (x == 255 && y != 0 && y != 254) || y == 255;
+            if serpentine_wall || closed_side {
+                *c = horde::WALL;
+            }
+        }
+    }
+    let cost = CostField::from_costs(Grid::new(w, h).unwrap(), costs).unwrap();
+    let model = CostModel::Octile;
+    let graph = SectorGraph::build(&cost, 256, model).unwrap();
+    let node = |cell: UVec2| {
+        (0..graph.node_count())
+            .find(|&n| graph.node_cell(n) == cell)
+            .unwrap()
+    };
+    let (top, bottom) = (node(UVec2::new(255, 0)), node(UVec2::new(255, 254)));
+    let down = graph
+        .edges(top)
+        .find(|&(to, _)| to == bottom)
+        .expect("joined inside the sector")
+        .1;
+    assert!(down > u32::MAX as u64, "{down}");
+    // The oracle: the reference Dijkstra over the sector alone.
+    let sector = crop(&cost, 0, 0, 256, 256);
+    let want = reference_dijkstra(&sector, &[UVec2::new(255, 254)], model)[255].unwrap();
+    assert_eq!(down, want);
+    // A route that must take that edge: from the top portal's neighbour to the bottom one's,
+    // with sector 1 walled between them.
+    let mut cost = cost;
+    cost.fill_rect(UVec2::new(256, 100), UVec2::new(511, 100), horde::WALL)
+        .unwrap();
+    let graph = SectorGraph::build(&cost, 256, model).unwrap();
+    let (start, goal) = (UVec2::new(256, 0), UVec2::new(256, 254));
+    let route = RouteSearch::new()
+        .route(&graph, &cost, start, goal)
+        .unwrap()
+        .unwrap();
+    assert!(route.cost > u32::MAX as u64, "{}", route.cost);
+    assert_eq!(
+        oracle_route_cost(&cost, &graph, &route.waypoints, model),
+        route.cost
+    );
+}

@@ -128,12 +128,16 @@ struct Part {
     /// Each node's component within the sector (from 1).
     node_label: Vec<u16>,
     /// Costs between its nodes, row by row: `cost[a * k + b]` from node `a` to node `b` inside
-    /// the sector (`u64::MAX`: not joined inside it).
-    cost: Vec<u64>,
+    /// the sector (`u32::MAX`: not joined inside it). Empty when a cost needs 64 bits.
+    cost: Vec<u32>,
+    /// The same in 64 bits, used instead only when a cost does not fit in 32 (huge sectors of
+    /// costly terrain); `u64::MAX`: not joined.
+    wide: Vec<u64>,
     /// Per node (and one past the last): its first crossing.
     cross_start: Vec<u32>,
-    /// Crossings: the portal cell across a border and the step's raw cost.
-    cross: Vec<(u32, u64)>,
+    /// Crossings: the portal cell across a border and the step's raw cost (a single step
+    /// always fits in 32 bits).
+    cross: Vec<(u32, u32)>,
     /// Components in the sector.
     components: u16,
 }
@@ -226,6 +230,15 @@ impl Shape {
                 }
             }
         }
+        let (cost, wide) = if cost.iter().all(|&c| c == u64::MAX || c < u32::MAX as u64) {
+            let narrow = cost
+                .iter()
+                .map(|&c| if c == u64::MAX { u32::MAX } else { c as u32 })
+                .collect();
+            (narrow, Vec::new())
+        } else {
+            (Vec::new(), cost)
+        };
         crossings.sort_unstable_by_key(|c| (c.0, c.1));
         let mut cross_start = vec![0u32; k + 1];
         let mut cross = Vec::with_capacity(crossings.len());
@@ -234,7 +247,7 @@ impl Shape {
                 .binary_search(&inside)
                 .expect("a crossing's cell is a node");
             cross_start[n + 1] += 1;
-            cross.push((across, self.model.step(dir, costs[inside as usize]) as u64));
+            cross.push((across, self.model.step(dir, costs[inside as usize])));
         }
         for n in 0..k {
             cross_start[n + 1] += cross_start[n];
@@ -243,6 +256,7 @@ impl Shape {
             nodes,
             node_label,
             cost,
+            wide,
             cross_start,
             cross,
             components,
@@ -465,7 +479,9 @@ impl SectorGraph {
         self.parts
             .iter()
             .map(|p| {
-                p.cost.iter().filter(|&&c| c != u64::MAX).count() - p.nodes.len() + p.cross.len()
+                let joined = p.cost.iter().filter(|&&c| c != u32::MAX).count()
+                    + p.wide.iter().filter(|&&c| c != u64::MAX).count();
+                joined - p.nodes.len() + p.cross.len()
             })
             .sum()
     }
@@ -493,29 +509,12 @@ impl SectorGraph {
         self.component_base[s] + self.parts[s].node_label[k] as u32 - 1
     }
 
-    /// The node at map index `cell`, if it is one.
-    fn node_at(&self, cell: u32) -> Option<usize> {
-        let s = self.shape().sector_of_index(cell) as usize;
-        let k = self.parts[s].nodes.binary_search(&cell).ok()?;
-        Some(self.node_base[s] as usize + k)
-    }
-
     /// The edges leaving portal node `node`: the node each leads to and its raw cost.
     pub fn edges(&self, node: usize) -> impl Iterator<Item = (usize, u64)> + '_ {
         let (s, k) = self.locate(node);
-        let part = &self.parts[s];
-        let n = part.nodes.len();
-        let base = self.node_base[s] as usize;
-        let inside = part.cost[k * n..(k + 1) * n]
-            .iter()
-            .enumerate()
-            .filter(move |&(m, &c)| m != k && c != u64::MAX)
-            .map(move |(m, &c)| (base + m, c));
-        let range = part.cross_start[k] as usize..part.cross_start[k + 1] as usize;
-        let across = part.cross[range]
-            .iter()
-            .map(|&(cell, c)| (self.node_at(cell).expect("a crossing leads to a node"), c));
-        inside.chain(across)
+        let mut out = Vec::new();
+        self.for_each_edge(s, k, |to, _, _, c| out.push((to as usize, c)));
+        out.into_iter()
     }
 
     /// Call `f(node, sector, cell, cost)` for each edge leaving the `k`th node of sector `s`:
@@ -525,9 +524,17 @@ impl SectorGraph {
         let part = &self.parts[s];
         let n = part.nodes.len();
         let base = self.node_base[s];
-        for (m, &c) in part.cost[k * n..(k + 1) * n].iter().enumerate() {
-            if m != k && c != u64::MAX {
-                f(base + m as u32, s as u32, part.nodes[m], c);
+        if part.wide.is_empty() {
+            for (m, &c) in part.cost[k * n..(k + 1) * n].iter().enumerate() {
+                if m != k && c != u32::MAX {
+                    f(base + m as u32, s as u32, part.nodes[m], c as u64);
+                }
+            }
+        } else {
+            for (m, &c) in part.wide[k * n..(k + 1) * n].iter().enumerate() {
+                if m != k && c != u64::MAX {
+                    f(base + m as u32, s as u32, part.nodes[m], c);
+                }
             }
         }
         let range = part.cross_start[k] as usize..part.cross_start[k + 1] as usize;
@@ -537,7 +544,7 @@ impl SectorGraph {
                 .nodes
                 .binary_search(&cell)
                 .expect("a crossing leads to a node");
-            f(self.node_base[t] + m as u32, t as u32, cell, c);
+            f(self.node_base[t] + m as u32, t as u32, cell, c as u64);
         }
     }
 
@@ -573,9 +580,10 @@ impl SectorGraph {
                 size_of::<Part>()
                     + p.nodes.len() * 4
                     + p.node_label.len() * 2
-                    + p.cost.len() * 8
+                    + p.cost.len() * 4
+                    + p.wide.len() * 8
                     + p.cross_start.len() * 4
-                    + p.cross.len() * 16
+                    + p.cross.len() * 8
             })
             .sum();
         self.labels.len() * size_of::<u16>()
