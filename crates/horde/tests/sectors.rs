@@ -145,7 +145,10 @@ proptest! {
             prop_assert!(walked.is_some(), "the tiles do not reach {} from {}", goal, start);
             let walked = walked.unwrap();
             prop_assert!(walked >= optimal && walked <= route.cost, "{} vs {} / {}", walked, optimal, route.cost);
-            prop_assert_eq!(tiles.cost_to_goal(start), Some(walked));
+            // A tile's costs are upper bounds once a tile beside it is rebuilt cheaper: the walk
+            // costs at most what the start's tile says, and that at most the route.
+            let claimed = tiles.cost_to_goal(start).unwrap();
+            prop_assert!(walked <= claimed && claimed <= route.cost, "{} {} {}", walked, claimed, route.cost);
         }
     }
 }
