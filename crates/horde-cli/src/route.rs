@@ -17,6 +17,8 @@ use crate::util::{check_walkable, load_map, median_ns, parse_cell};
 const SECTOR_RGB: [u8; 3] = [90, 120, 200];
 /// Colour of portal cells.
 const PORTAL_RGB: [u8; 3] = [250, 160, 0];
+/// Colour of the route's waypoints.
+const WAYPOINT_RGB: [u8; 3] = [200, 50, 200];
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -241,14 +243,14 @@ fn draw(
     }
     c.path(walked);
     for w in waypoints {
-        c.disc(w.as_vec2() + 0.5, r * 1.6, UNIT_RGB[3], true);
+        c.disc(w.as_vec2() + 0.5, r * 1.6, WAYPOINT_RGB, true);
     }
     c.disc(a.from.as_vec2() + 0.5, 0.45, UNIT_RGB[1], true);
     c.goals(&[a.to]);
     c.legend(&[
         (SECTOR_RGB, format!("sectors of {} cells", graph.side())),
         (PORTAL_RGB, "portal cells".to_owned()),
-        (UNIT_RGB[3], "route waypoints".to_owned()),
+        (WAYPOINT_RGB, "route waypoints".to_owned()),
         (PATH_RGB, "following the tiles' arrows".to_owned()),
         (UNIT_RGB[1], "start".to_owned()),
         (GOAL_RGB, "goal".to_owned()),
