@@ -370,3 +370,86 @@ fn costs_beyond_32_bits_inside_a_sector_are_kept_exact() {
         route.cost
     );
 }
+
+#[test]
+fn a_crowd_group_follows_the_tiles_to_the_goal() {
+    // 96 x 96 of sectors of 16, with walls: a long wall with a door, and scattered blocks.
+    let mut cost = CostField::new(Grid::new(96, 96).unwrap());
+    cost.fill_rect(UVec2::new(48, 0), UVec2::new(49, 80), horde::WALL)
+        .unwrap();
+    for k in 0..12u32 {
+        let at = UVec2::new((k * 37) % 90 + 2, (k * 53) % 90 + 2);
+        if at.x.abs_diff(48) > 4 {
+            cost.fill_rect(at, at + UVec2::splat(3), horde::WALL)
+                .unwrap();
+        }
+    }
+    let model = CostModel::TenFourteen;
+    let graph = SectorGraph::build(&cost, 16, model).unwrap();
+    let (start, goal) = (UVec2::new(8, 8), UVec2::new(88, 10));
+    let route = RouteSearch::new()
+        .route(&graph, &cost, start, goal)
+        .unwrap()
+        .unwrap();
+    let mut tiles = FlowTiles::new(&graph, &cost, goal).unwrap();
+    tiles.extend(&graph, &cost, &route).unwrap();
+    let mut flow = horde::FlowField::new(*cost.grid());
+    tiles.write_flow(&cost, &mut flow).unwrap();
+
+    use horde::crowd::{AgentParams, AgentState, Crowd, CrowdConfig, Group};
+    let mut crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+    // Forty agents on the start's own tile, on walkable cells near the start.
+    let mut added = 0;
+    for y in 4..14u32 {
+        for x in 4..14u32 {
+            let cell = UVec2::new(x, y);
+            if added < 40 && cost.is_walkable(cell) && tiles.cost_to_goal(cell).is_some() {
+                crowd
+                    .add_agent(
+                        &cost,
+                        AgentParams {
+                            position: cell.as_vec2() + 0.5,
+                            radius: 0.35,
+                            max_speed: 4.0,
+                            group: 0,
+                        },
+                    )
+                    .unwrap();
+                added += 1;
+            }
+        }
+    }
+    assert_eq!(added, 40);
+    let groups = [Group {
+        flow: &flow,
+        goal: cost.grid().cell_center(goal),
+    }];
+    for _ in 0..2400 {
+        crowd.step(0.05, &cost, &groups).unwrap();
+    }
+    let arrived = crowd
+        .states()
+        .iter()
+        .filter(|&&s| s == AgentState::Arrived)
+        .count();
+    let lost: Vec<String> = crowd
+        .positions()
+        .iter()
+        .zip(crowd.states())
+        .filter(|&(_, &s)| s != AgentState::Arrived)
+        .map(|(p, s)| {
+            let c = p.floor().as_uvec2();
+            format!("{p} {s:?} tile {:?}", tiles.flow_byte(c))
+        })
+        .collect();
+    assert_eq!(arrived, 40, "{arrived} of 40 arrived: {lost:?}");
+    // Arrived as a place: every agent stands near the goal, by the pile the crowd measures.
+    let pile = crowd.pile_radius(0).unwrap();
+    for p in crowd.positions() {
+        let d = p.distance(cost.grid().cell_center(goal));
+        assert!(
+            d <= pile + 1.0,
+            "an agent {d:.2} from the goal (pile {pile:.2})"
+        );
+    }
+}

@@ -7,7 +7,7 @@ use glam::UVec2;
 use super::local::{Rect, SectorFields};
 use super::{Route, SectorError, SectorGraph, SectorUpdate};
 use crate::cost::{CostField, WALL};
-use crate::flow::{FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL};
+use crate::flow::{FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FlowField};
 use crate::grid::{Dir8, SizeMismatch};
 
 /// One sector's tile: cost-to-goal and flow byte for each of its cells.
@@ -223,6 +223,97 @@ impl FlowTiles {
         self.tiles.clear();
         self.slot.fill(u32::MAX);
         true
+    }
+
+    /// Copy every tile's flow bytes into `flow`, a field over the whole map, so a
+    /// [`Crowd`](crate::crowd::Crowd) group can follow the tiles like any flow field; around the
+    /// tiles, up to a sector's side away, walkable cells get arrows back into them (the shortest
+    /// way in steps), so agents pushed off the tiles by their neighbours find their way back.
+    /// Cells further out are left as they are ([`FLOW_UNREACHABLE`] in a new field). Returns the
+    /// cells written. O(cells of the tiles and of the band around them); the map-wide field
+    /// costs 1 byte per cell.
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::sectors::{FlowTiles, RouteSearch, SectorGraph};
+    /// use horde::{FlowField, FLOW_GOAL};
+    /// let map = horde::maps::demo_map();
+    /// let graph = SectorGraph::build(&map, 16, horde::CostModel::TenFourteen).unwrap();
+    /// let (start, goal) = (UVec2::new(2, 2), UVec2::new(125, 125));
+    /// let route = RouteSearch::new().route(&graph, &map, start, goal).unwrap().unwrap();
+    /// let mut tiles = FlowTiles::new(&graph, &map, goal).unwrap();
+    /// tiles.extend(&graph, &map, &route).unwrap();
+    /// let mut flow = FlowField::new(*map.grid());
+    /// assert!(tiles.write_flow(&map, &mut flow).unwrap() > tiles.tile_count() * 16 * 16);
+    /// assert_eq!(flow.byte(goal), Some(FLOW_GOAL));
+    /// assert_eq!(flow.byte(start), tiles.flow_byte(start));
+    /// ```
+    pub fn write_flow(&self, cost: &CostField, flow: &mut FlowField) -> Result<usize, SectorError> {
+        SizeMismatch::check(
+            "flow field",
+            SizeMismatch::of(flow.grid()),
+            "tiles' map",
+            (self.width, self.height),
+        )?;
+        SizeMismatch::check(
+            "cost field",
+            SizeMismatch::of(cost.grid()),
+            "tiles' map",
+            (self.width, self.height),
+        )?;
+        let (w, h) = (self.width, self.height);
+        let costs = cost.costs();
+        let mut written = 0;
+        let mut frontier = Vec::new();
+        for tile in &self.tiles {
+            let r = tile.rect;
+            for (ly, row) in tile.flow.chunks_exact(r.w as usize).enumerate() {
+                let at = (r.y0 as usize + ly) * w as usize + r.x0 as usize;
+                flow.cells[at..at + r.w as usize].copy_from_slice(row);
+                written += row.len();
+            }
+            // The tile's edge cells that lead to the goal start the band.
+            for i in 0..r.w * r.h {
+                let (lx, ly) = (i % r.w, i / r.w);
+                let edge = lx == 0 || ly == 0 || lx + 1 == r.w || ly + 1 == r.h;
+                if edge && tile.cost[i as usize] != u64::MAX {
+                    frontier.push((r.y0 + ly) * w + r.x0 + lx);
+                }
+            }
+        }
+        // The band: a breadth-first search outwards over cells outside every tile, each
+        // pointing at the cell it was reached from.
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..self.side {
+            let mut next = Vec::new();
+            for &c in &frontier {
+                let (x, y) = (c % w, c / w);
+                for dir in Dir8::ALL {
+                    let (dx, dy) = dir.offset();
+                    let (nx, ny) = (x.wrapping_add_signed(dx), y.wrapping_add_signed(dy));
+                    if nx >= w || ny >= h {
+                        continue;
+                    }
+                    let n = ny * w + nx;
+                    // The unit steps from `n` back towards `c`.
+                    let back = dir.opposite();
+                    if self.tile_of(UVec2::new(nx, ny)).is_some()
+                        || !step_is_legal(costs, w, h, nx, ny, back)
+                        || !seen.insert(n)
+                    {
+                        continue;
+                    }
+                    flow.cells[n as usize] = back.index() as u8;
+                    written += 1;
+                    next.push(n);
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            frontier = next;
+        }
+        Ok(written)
     }
 
     /// The raw cost to the goal from `cell` through the tiles, if its tile is built and leads
