@@ -299,6 +299,14 @@ fn integer_flags() -> Vec<(Vec<&'static str>, &'static str, u64, u64)> {
         (route, "--scale", 1, 64),
         (vec!["bench"], "--units", 1, 100_000),
         (vec!["bench"], "--reps", 1, 10_000),
+        (vec!["bench", "--huge"], "--sector", 8, 256),
+        (vec!["bench", "--huge"], "--queries", 1, 10_000),
+        (
+            vec!["scen", "a.map", "a.scen", "--route"],
+            "--sector",
+            8,
+            256,
+        ),
         (vec!["demo"], "--units", 1, 100_000),
     ]
 }

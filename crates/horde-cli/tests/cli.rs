@@ -1211,3 +1211,43 @@ fn scen_route_reports_excess_over_the_optimum_and_reaches_every_goal() {
     assert!(mean <= 0.01 && p95 <= 0.03, "{v}");
     assert!(v["queries_per_second"].as_f64().unwrap() > 0.0, "{v}");
 }
+
+#[test]
+fn bench_huge_json_has_the_agreed_keys() {
+    let (code, out, err) = horde(&[
+        "bench",
+        "--huge",
+        "--size",
+        "256x256",
+        "--queries",
+        "5",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    for key in [
+        "build_ms",
+        "route_open_ms",
+        "first_tile_ms",
+        "route_maze_ms",
+        "edit_ms",
+        "bytes_per_cell",
+        "tile_excess",
+    ] {
+        let x = v[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} missing: {v}"));
+        assert!(x.is_finite() && x >= 0.0, "{key} = {x}");
+    }
+    assert_eq!(v["size"], "256x256");
+    assert_eq!(v["queries"], 5);
+    // The graph of a 256 x 256 map: 64 sectors of 32, at least a portal node between each two.
+    assert!(v["nodes"].as_u64().unwrap() >= 2 * 112, "{v}");
+    let bytes = v["bytes_per_cell"].as_f64().unwrap();
+    assert!((2.0..8.0).contains(&bytes), "{v}");
+    assert!(v["tile_excess"].as_f64().unwrap() < 0.1, "{v}");
+    // Too small for the maze's walls every 16 columns.
+    let (code, _, err) = horde(&["bench", "--huge", "--size", "16x16"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--size 16x16"), "{err}");
+}
