@@ -453,3 +453,69 @@ fn a_crowd_group_follows_the_tiles_to_the_goal() {
         );
     }
 }
+
+#[test]
+fn the_tile_cache_shares_evicts_and_follows_edits() {
+    use horde::sectors::TileCache;
+    use horde::{CostEdit, SizeClass, WALL};
+    let map = horde::maps::scattered_map(128, 128, 5).unwrap();
+    let model = CostModel::TenFourteen;
+    let pick = |x, y| map.nearest_walkable(UVec2::new(x, y)).unwrap();
+    let (start, goal, other_goal) = (pick(2, 2), pick(120, 120), pick(120, 5));
+    // Room for about one goal's tiles.
+    let mut cache = TileCache::new(map.clone(), model, 16, 40_000).unwrap();
+    let key = cache.route(start, goal, SizeClass(0)).unwrap().unwrap();
+    let again = cache.route(start, goal, SizeClass(0)).unwrap().unwrap();
+    assert_eq!(key, again);
+    assert_eq!((cache.stats().builds, cache.stats().hits), (1, 1));
+    let other = cache
+        .route(start, other_goal, SizeClass(0))
+        .unwrap()
+        .unwrap();
+    assert_eq!(cache.stats().evictions, 1);
+    assert!(cache.tiles(key).is_none() && cache.tiles(other).is_some());
+
+    // A wall across the way: the tiles are dropped and the report names them; asked again,
+    // they lead round it.
+    let key = cache.route(start, goal, SizeClass(0)).unwrap().unwrap();
+    let wall = CostEdit::Rect {
+        min: UVec2::new(0, 60),
+        max: UVec2::new(100, 61),
+        cost: WALL,
+    };
+    let report = cache.apply_edits(&[wall]).unwrap();
+    assert!(report.dropped.contains(&key), "{report:?}");
+    assert!(report.sectors_rebuilt > 0 && report.changed_cells > 0);
+    let key = cache.route(start, goal, SizeClass(0)).unwrap().unwrap();
+    let edited = cache.map().clone();
+    let walked = follow(&edited, cache.tiles(key).unwrap(), start, model).unwrap();
+    let optimal = reference_dijkstra(&edited, &[goal], model)
+        [(start.y * edited.width() + start.x) as usize]
+        .unwrap();
+    assert!(walked >= optimal, "{walked} < {optimal}");
+    assert_eq!(
+        cache.graph(SizeClass(0)).unwrap(),
+        &SectorGraph::build(&edited, 16, model).unwrap()
+    );
+
+    // A size class: its tiles keep to its inflated map.
+    let big = cache.add_size_class(1.0).unwrap();
+    let inflated = cache.class_map(big).unwrap().clone();
+    let on = |x, y| inflated.nearest_walkable(UVec2::new(x, y)).unwrap();
+    let (s, g) = (on(4, 4), on(110, 110));
+    if let Some(k) = cache.route(s, g, big).unwrap() {
+        assert!(follow(&inflated, cache.tiles(k).unwrap(), s, model).is_some());
+    }
+    // A goal walled in: its tiles go, and asking for it again is refused.
+    let key = cache.route(start, goal, SizeClass(0)).unwrap().unwrap();
+    let report = cache
+        .apply_edits(&[CostEdit::Cell {
+            cell: goal,
+            cost: WALL,
+        }])
+        .unwrap();
+    assert!(report.dropped.contains(&key), "{report:?}");
+    assert!(cache.tiles(key).is_none());
+    assert!(cache.route(start, goal, SizeClass(0)).is_err());
+    assert!(cache.route(start, goal, SizeClass(9)).is_err());
+}

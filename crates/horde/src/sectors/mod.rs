@@ -13,6 +13,7 @@
 //! sectors), plus per portal node 24 bytes and per edge 12 bytes (a few dozen edges per sector on
 //! open ground: under 0.3 byte per cell at side 32). [`SectorGraph::memory_bytes`] adds it up.
 
+mod cache;
 mod local;
 mod route;
 mod tiles;
@@ -20,8 +21,9 @@ mod tiles;
 use glam::UVec2;
 use thiserror::Error;
 
-use crate::cost::{CostField, CostModel, WALL};
+use crate::cost::{CostError, CostField, CostModel, WALL};
 use crate::grid::{Dir8, Grid, SizeMismatch};
+pub use cache::{TileCache, TileEditReport};
 use local::{Rect, SectorFields, label_components};
 pub use route::{Route, RouteSearch};
 pub use tiles::FlowTiles;
@@ -37,7 +39,7 @@ pub const DEFAULT_SECTOR_SIDE: u32 = 32;
 const ONE_NODE_RUN: u32 = 6;
 
 /// Why a sector graph or a route was refused.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
 pub enum SectorError {
     /// A sector side outside [`MIN_SECTOR_SIDE`]..=[`MAX_SECTOR_SIDE`].
@@ -83,6 +85,12 @@ pub enum SectorError {
         /// The tiles' side.
         tiles: u32,
     },
+    /// An edit or an inflation was refused; nothing was changed.
+    #[error(transparent)]
+    Cost(#[from] CostError),
+    /// A size class the cache does not have.
+    #[error("size class {0} does not exist in this cache (add it with add_size_class)")]
+    UnknownClass(u8),
     /// The cost field is not the size of the one the graph was built from.
     #[error(transparent)]
     SizeMismatch(#[from] SizeMismatch),
