@@ -19,6 +19,9 @@ pub struct HugeReport {
     pub sector: u32,
     pub build_ms: f64,
     pub route_open_ms: f64,
+    pub route_open_weighted_ms: f64,
+    pub route_maze_weighted_ms: f64,
+    pub weight: f32,
     pub first_tile_ms: f64,
     pub route_maze_ms: f64,
     pub edit_ms: f64,
@@ -52,7 +55,13 @@ fn near(cost: &CostField, target: UVec2) -> Result<UVec2> {
         .ok_or_else(|| anyhow::anyhow!("the map has no walkable cell"))
 }
 
-pub fn measure_huge(width: u32, height: u32, sector: u32, queries: usize) -> Result<HugeReport> {
+pub fn measure_huge(
+    width: u32,
+    height: u32,
+    sector: u32,
+    queries: usize,
+    weight: f32,
+) -> Result<HugeReport> {
     let model = CostModel::Octile;
     let open = horde::maps::scattered_map(width, height, horde::maps::DEMO_SEED)?;
     let mut build_ms = f64::INFINITY;
@@ -74,6 +83,12 @@ pub fn measure_huge(width: u32, height: u32, sector: u32, queries: usize) -> Res
         .ok_or_else(|| anyhow::anyhow!("the generated map is one region"))?;
     let route_open_ms = median_ns(9, || {
         std::hint::black_box(search.route(&graph, &open, a, b).ok());
+    }) / 1e6;
+    // The same with the heuristic weighted (the tiles' excess below uses it too).
+    let mut weighted = RouteSearch::new();
+    weighted.set_weight(if weight > 1.0 { weight } else { 1.25 })?;
+    let route_open_weighted_ms = median_ns(9, || {
+        std::hint::black_box(weighted.route(&graph, &open, a, b).ok());
     }) / 1e6;
     let first_tile_ms = median_ns(9, || {
         let mut tiles = FlowTiles::new(&graph, &open, b).expect("checked");
@@ -109,6 +124,10 @@ pub fn measure_huge(width: u32, height: u32, sector: u32, queries: usize) -> Res
     let route_maze_ms = median_ns(3, || {
         std::hint::black_box(search.route(&maze_graph, &maze, ma, mb).ok());
     }) / 1e6;
+    let route_maze_weighted_ms = median_ns(3, || {
+        std::hint::black_box(weighted.route(&maze_graph, &maze, ma, mb).ok());
+    }) / 1e6;
+    search.set_weight(weight)?;
 
     // Following the tiles against a field over the whole map, on random queries.
     let mut rng = rand_pcg::Pcg64::seed_from_u64(17);
@@ -141,6 +160,9 @@ pub fn measure_huge(width: u32, height: u32, sector: u32, queries: usize) -> Res
         sector,
         build_ms,
         route_open_ms,
+        route_open_weighted_ms,
+        route_maze_weighted_ms,
+        weight: if weight > 1.0 { weight } else { 1.25 },
         first_tile_ms,
         route_maze_ms,
         edit_ms,

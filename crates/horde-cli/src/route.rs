@@ -37,6 +37,10 @@ pub struct Args {
     /// Step costs: `10-14` or `octile`.
     #[arg(long, default_value = "10-14")]
     model: CostModel,
+    /// Weigh the route search's heuristic (1 to 4; 1 is plain A*): routes at most that many
+    /// times the cheapest through the portal graph, found with far fewer expansions.
+    #[arg(long, default_value_t = 1.0, value_parser = crate::util::number_in(1.0, 4.0, false))]
+    weight: f32,
     /// Draw sectors, portals, the route and its tiles' arrows as a PNG.
     #[arg(long, value_name = "FILE.png")]
     png: Option<String>,
@@ -65,6 +69,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     let build_ms = started.elapsed().as_secs_f64() * 1e3;
 
     let mut search = RouteSearch::new();
+    search.set_weight(a.weight)?;
     let route = search.route(&graph, &cost, a.from, a.to)?;
     let route_us = median_ns(REPS, || {
         std::hint::black_box(search.route(&graph, &cost, a.from, a.to).ok());
@@ -121,6 +126,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             "to": [a.to.x, a.to.y],
             "model": a.model.name(),
             "sector": side,
+            "weight": a.weight,
             "cost": walked,
             "optimal_cost": optimal,
             "excess": excess,

@@ -28,6 +28,10 @@ pub struct Args {
     /// it, and following their arrows to the goal; report how far above the optimum that is.
     #[arg(long)]
     route: bool,
+    /// Weigh the route search's heuristic (1 to 4; 1 is plain A*): routes at most that many
+    /// times the cheapest through the portal graph, found with far fewer expansions.
+    #[arg(long, default_value_t = 1.0, value_parser = crate::util::number_in(1.0, 4.0, false))]
+    weight: f32,
     /// Sector side for `--route`, 8 to 256.
     #[arg(long, default_value_t = horde::sectors::DEFAULT_SECTOR_SIDE as usize,
           value_parser = crate::util::count_in(
@@ -144,6 +148,7 @@ fn run_routes(a: &Args, cost: &CostField, scen: &[Scenario]) -> Result<ExitCode>
     let graph = SectorGraph::build(cost, a.sector as u32, model)?;
     let build_ms = started.elapsed().as_secs_f64() * 1e3;
     let mut search = RouteSearch::new();
+    search.set_weight(a.weight)?;
     let (mut excess, mut unreached, mut below) = (Vec::new(), 0usize, 0usize);
     let mut first_bad = Vec::new();
     let mut tiles_built = 0usize;
@@ -218,6 +223,7 @@ fn run_routes(a: &Args, cost: &CostField, scen: &[Scenario]) -> Result<ExitCode>
             "queries_per_second": qps,
             "seconds": secs,
             "sector": a.sector,
+            "weight": a.weight,
             "build_ms": build_ms,
             "tiles_per_query": tiles_built as f64 / scen.len() as f64,
         });

@@ -320,6 +320,11 @@ fn float_flags() -> Vec<(Vec<&'static str>, &'static str, Vec<&'static str>)> {
         (sim.clone(), "--speed", vec!["0", "-4", "1e20"]),
         (sim, "--separation", vec!["-1", "101", "1e300"]),
         (vec!["dungeon"], "--loops", vec!["-1", "1.01", "2"]),
+        (
+            vec!["route", "builtin", "--from", "1,1", "--to", "2,2"],
+            "--weight",
+            vec!["0.5", "0", "4.5", "-1"],
+        ),
     ]
 }
 

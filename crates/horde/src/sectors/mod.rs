@@ -88,6 +88,9 @@ pub enum SectorError {
     /// An edit or an inflation was refused; nothing was changed.
     #[error(transparent)]
     Cost(#[from] CostError),
+    /// A route search weight outside 1..=4.
+    #[error("route weight {0} is not allowed: use a finite number from 1 to 4")]
+    BadWeight(f32),
     /// A size class the cache does not have.
     #[error("size class {0} does not exist in this cache (add it with add_size_class)")]
     UnknownClass(u8),
