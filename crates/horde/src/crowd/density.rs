@@ -36,7 +36,7 @@ impl Crowd {
         // In a dense crowd nearly everyone has someone in reach, and measuring clearances costs
         // more than the searches it saves: then do without for a while. Those clear of the
         // reach are counted in the same pass, piece by piece.
-        let reach_level = ((self.config.separation_radius + ng.slack) * inv_unit) as u8 + 1;
+        let reach_level = reach_level(self.config.separation_radius + ng.slack, inv_unit);
         let n = self.flags.len();
         self.scratch.partial_counts.clear();
         self.scratch
@@ -100,6 +100,13 @@ impl Crowd {
 }
 
 /// [`clearance_levels`] in the compilation this CPU runs (x86-64-v3 with a `V3`).
+/// The clearance level an agent must reach to have no one within `reach`: one above the level
+/// of `reach` itself, saturating (a unit so small that the reach is beyond every level leaves no
+/// one clear, rather than wrapping round to everyone).
+fn reach_level(reach: f32, inv_unit: f32) -> u8 {
+    ((reach * inv_unit) as u8).saturating_add(1)
+}
+
 fn levels(
     v3: Option<V3>,
     flags: &mut [AgentFlags],
@@ -149,4 +156,40 @@ pub(crate) fn clearance_levels(
         count += (level >= reach) as u32;
     }
     count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reach_beyond_every_level_saturates_instead_of_wrapping() {
+        // Found by fuzzing the crowd: a separation radius of 2.3e-38 cells made the unit so
+        // small that the reach's level overflowed (0 in a release build: everyone "clear").
+        assert_eq!(reach_level(1.0, 16.0), 17);
+        assert_eq!(reach_level(1.0, 1.0 / 1e-39), 255);
+        assert_eq!(reach_level(1.0, f32::INFINITY), 255);
+        assert_eq!(reach_level(0.0, f32::INFINITY), 1);
+    }
+
+    #[test]
+    fn the_fuzzed_crowd_with_a_vanishing_separation_radius_steps() {
+        // The fuzzer's input, as a test on stable: no agents, a separation radius of 2.3e-38.
+        let cost = CostField::new(Grid::new(12, 12).unwrap());
+        let config = CrowdConfig {
+            separation_radius: 2.286_703_9e-38,
+            separation_weight: 0.0,
+            arrival_radius: 1.799_975_7e-38,
+            collision_passes: 131 % 8,
+            ..CrowdConfig::default()
+        };
+        let mut crowd = Crowd::new(*cost.grid(), config).unwrap();
+        let flow = FlowField::new(*cost.grid());
+        let groups = [Group {
+            flow: &flow,
+            goal: Vec2::new(0.5, 9.5),
+        }];
+        crowd.step(0.0, &cost, &groups).unwrap();
+        assert!(crowd.is_empty());
+    }
 }
