@@ -876,11 +876,13 @@ fn an_interrupted_sim_closes_a_valid_gif() {
     let child = Command::new(env!("CARGO_BIN_EXE_horde"))
         .args([
             "sim",
-            "builtin:256x256",
+            "builtin:512x512",
             "--goal",
-            "128,128",
+            "256,256",
+            // Enough agents that they cannot all arrive before the interrupt (that takes
+            // over 20 s here), whatever the machine.
             "--agents",
-            "3000",
+            "20000",
             "--steps",
             "1000000",
             "--every",
