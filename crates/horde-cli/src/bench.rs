@@ -278,6 +278,9 @@ fn run_huge(a: &Args) -> Result<ExitCode> {
             "sector": r.sector,
             "build_ms": r.build_ms,
             "route_open_ms": r.route_open_ms,
+            "route_open_expanded": r.route_open_expanded,
+            "route_open_octile_ms": r.route_open_octile_ms,
+            "route_maze_expanded": r.route_maze_expanded,
             "route_open_weighted_ms": r.route_open_weighted_ms,
             "route_maze_weighted_ms": r.route_maze_weighted_ms,
             "weight": a.weight,
@@ -308,15 +311,18 @@ fn run_huge(a: &Args) -> Result<ExitCode> {
             r.bytes_per_cell
         );
         outln!(
-            "route, open    {:.3} ms corner to corner ({:.3} ms with the heuristic weighted by {})",
+            "route, open    {:.3} ms corner to corner, {} nodes expanded ({:.3} ms with the octile distance alone; {:.3} ms with the heuristic weighted by {})",
             r.route_open_ms,
+            r.route_open_expanded,
+            r.route_open_octile_ms,
             r.route_open_weighted_ms,
             r.weight
         );
         outln!("first tile     {:.3} ms", r.first_tile_ms);
         outln!(
-            "route, maze    {:.3} ms corner to corner (serpentine, {} portal nodes; {:.3} ms weighted)",
+            "route, maze    {:.3} ms corner to corner (serpentine, {} of {} portal nodes expanded; {:.3} ms weighted)",
             r.route_maze_ms,
+            r.route_maze_expanded,
             r.maze_nodes,
             r.route_maze_weighted_ms
         );

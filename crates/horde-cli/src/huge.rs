@@ -19,6 +19,12 @@ pub struct HugeReport {
     pub sector: u32,
     pub build_ms: f64,
     pub route_open_ms: f64,
+    /// The open route with the octile distance alone as heuristic.
+    pub route_open_octile_ms: f64,
+    /// Graph nodes the open route's search expanded.
+    pub route_open_expanded: usize,
+    /// Graph nodes the maze route's search expanded.
+    pub route_maze_expanded: usize,
     pub route_open_weighted_ms: f64,
     pub route_maze_weighted_ms: f64,
     pub weight: f32,
@@ -81,8 +87,15 @@ pub fn measure_huge(
     let route = search
         .route(&graph, &open, a, b)?
         .ok_or_else(|| anyhow::anyhow!("the generated map is one region"))?;
+    let route_open_expanded = route.expanded;
     let route_open_ms = median_ns(9, || {
         std::hint::black_box(search.route(&graph, &open, a, b).ok());
+    }) / 1e6;
+    // The same with the octile distance alone as heuristic (no landmarks).
+    let mut octile_only = RouteSearch::new();
+    octile_only.set_landmarks(false);
+    let route_open_octile_ms = median_ns(5, || {
+        std::hint::black_box(octile_only.route(&graph, &open, a, b).ok());
     }) / 1e6;
     // The same with the heuristic weighted (the tiles' excess below uses it too).
     let mut weighted = RouteSearch::new();
@@ -95,17 +108,21 @@ pub fn measure_huge(
         std::hint::black_box(tiles.extend_some(&graph, &open, &route, 1).ok());
     }) / 1e6;
 
-    // An 8 x 8 block walled on the route's way (the centre of the map): the graph updated and
-    // the cached route's tiles dropped and the route answered again, on copies each time.
-    let mut tiles = FlowTiles::new(&graph, &open, b)?;
-    tiles.extend(&graph, &open, &route)?;
+    // An 8 x 8 block walled on the route's way (the centre of the map): the graph updated, the
+    // cached route's tiles dropped and the route answered again. Between the timed runs the
+    // block is opened again (untimed), so each run starts from the same graph.
+    let tiles = {
+        let mut t = FlowTiles::new(&graph, &open, b)?;
+        t.extend(&graph, &open, &route)?;
+        t
+    };
     let centre = UVec2::new(width / 2 - 4, height / 2 - 4);
     let block = (centre, centre + UVec2::splat(7));
     let mut edited = open.clone();
     edited.fill_rect(block.0, block.1, WALL)?;
     let mut edit_ms = f64::INFINITY;
-    for _ in 0..3 {
-        let mut g = graph.clone();
+    let mut g = graph.clone();
+    for _ in 0..5 {
         let mut t = tiles.clone();
         let started = Instant::now();
         let update = g.update(&edited, &[block])?;
@@ -113,7 +130,9 @@ pub fn measure_huge(
             std::hint::black_box(search.route(&g, &edited, a, b)?);
         }
         edit_ms = edit_ms.min(started.elapsed().as_secs_f64() * 1e3);
+        g.update(&open, &[block])?;
     }
+    drop(g);
 
     let maze = serpentine(width, height)?;
     let maze_graph = SectorGraph::build(&maze, sector, model)?;
@@ -121,6 +140,9 @@ pub fn measure_huge(
         near(&maze, UVec2::ZERO)?,
         near(&maze, UVec2::new(width - 1, height - 1))?,
     );
+    let route_maze_expanded = search
+        .route(&maze_graph, &maze, ma, mb)?
+        .map_or(0, |r| r.expanded);
     let route_maze_ms = median_ns(3, || {
         std::hint::black_box(search.route(&maze_graph, &maze, ma, mb).ok());
     }) / 1e6;
@@ -160,6 +182,9 @@ pub fn measure_huge(
         sector,
         build_ms,
         route_open_ms,
+        route_open_expanded,
+        route_open_octile_ms,
+        route_maze_expanded,
         route_open_weighted_ms,
         route_maze_weighted_ms,
         weight: if weight > 1.0 { weight } else { 1.25 },

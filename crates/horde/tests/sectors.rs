@@ -111,6 +111,8 @@ proptest! {
         let cells = pick_walkable(&cost, &picks);
         prop_assume!(cells.len() >= 2);
         let mut search = RouteSearch::new();
+        let mut octile_only = RouteSearch::new();
+        octile_only.set_landmarks(false);
         for pair in cells.chunks(2).filter(|p| p.len() == 2) {
             let (start, goal) = (pair[0], pair[1]);
             let reference = reference_dijkstra(&cost, &[goal], model);
@@ -129,6 +131,10 @@ proptest! {
             let route = search.route(&graph, &cost, start, goal).unwrap();
             prop_assert_eq!(route.is_some(), optimal.is_some());
             let (Some(route), Some(optimal)) = (route, optimal) else { continue };
+            // The landmark bounds are admissible: the same cost as with the octile distance.
+            let plain = octile_only.route(&graph, &cost, start, goal).unwrap().unwrap();
+            prop_assert_eq!(route.cost, plain.cost);
+            prop_assert!(route.expanded <= plain.expanded + 1, "{} > {}", route.expanded, plain.expanded);
             prop_assert!(route.cost >= optimal, "{} < {}", route.cost, optimal);
             prop_assert_eq!(route.waypoints.first(), Some(&start));
             prop_assert_eq!(route.waypoints.last(), Some(&goal));
@@ -301,9 +307,13 @@ proptest! {
             let min = UVec2::new((at % w as u64) as u32, ((at >> 32) % h as u64) as u32);
             let max = UVec2::new((min.x + dw).min(w - 1), (min.y + dh).min(h - 1));
             cost.fill_rect(min, max, c).unwrap();
+            let regions_before = graph.region_count();
             let update = graph.update(&cost, &[(min, max)]).unwrap();
             prop_assert!(!update.sectors.is_empty());
-            prop_assert_eq!(&graph, &SectorGraph::build(&cost, side, model).unwrap());
+            let fresh = SectorGraph::build(&cost, side, model).unwrap();
+            prop_assert_eq!(&graph, &fresh);
+            prop_assert_eq!(graph.region_count(), fresh.region_count());
+            prop_assert_eq!(update.regions_changed, regions_before != fresh.region_count());
         }
         // And routes through it still exist exactly when the goal is reachable.
         let cells = pick_walkable(&cost, &picks);
@@ -312,6 +322,15 @@ proptest! {
         let optimal = reference[(cells[0].y * cost.width() + cells[0].x) as usize];
         let route = RouteSearch::new().route(&graph, &cost, cells[0], cells[1]).unwrap();
         prop_assert_eq!(route.is_some(), optimal.is_some());
+        // Landmarks carried through the edits (those still in use) bound admissibly: the same
+        // cost as a fresh build's and as the octile distance alone.
+        let fresh = SectorGraph::build(&cost, side, model).unwrap();
+        let mut octile_only = RouteSearch::new();
+        octile_only.set_landmarks(false);
+        let plain = octile_only.route(&fresh, &cost, cells[0], cells[1]).unwrap();
+        let again = RouteSearch::new().route(&fresh, &cost, cells[0], cells[1]).unwrap();
+        prop_assert_eq!(route.as_ref().map(|r| r.cost), plain.as_ref().map(|r| r.cost));
+        prop_assert_eq!(again.map(|r| r.cost), plain.map(|r| r.cost));
     }
 }
 
@@ -518,4 +537,36 @@ fn the_tile_cache_shares_evicts_and_follows_edits() {
     assert!(cache.tiles(key).is_none());
     assert!(cache.route(start, goal, SizeClass(0)).is_err());
     assert!(cache.route(start, goal, SizeClass(9)).is_err());
+}
+
+#[test]
+fn landmarks_mended_through_many_edits_keep_routes_exact() {
+    // 200 edits on a 192 x 192 map of scattered walls and terrain: walls added, costs raised
+    // and lowered, away from the border sectors where the landmarks are. After each, routes
+    // through the mended landmarks cost what routes with the octile distance alone cost (both
+    // exact over the graph), and every landmark stays in use.
+    let mut cost = horde::maps::scattered_map(192, 192, 11).unwrap();
+    let mut graph = SectorGraph::build(&cost, 16, CostModel::Octile).unwrap();
+    let (mut alt, mut octile_only) = (RouteSearch::new(), RouteSearch::new());
+    octile_only.set_landmarks(false);
+    let (mut expanded_alt, mut expanded_octile) = (0, 0);
+    for k in 0..200u32 {
+        let at = UVec2::new(17 + (k * 7919) % 150, 17 + (k * 104_729) % 150);
+        let block = (at, at + UVec2::new(k % 8, (k / 8) % 8));
+        let value = [horde::WALL, 1, 4][k as usize % 3];
+        cost.fill_rect(block.0, block.1, value).unwrap();
+        graph.update(&cost, &[block]).unwrap();
+        let picks: Vec<u64> = (0..8).map(|i| (k as u64 + 1) * 0x9E37_79B9 * (i + 1)).collect();
+        for pair in pick_walkable(&cost, &picks).chunks(2) {
+            let a = alt.route(&graph, &cost, pair[0], pair[1]).unwrap();
+            let o = octile_only.route(&graph, &cost, pair[0], pair[1]).unwrap();
+            assert_eq!(a.as_ref().map(|r| r.cost), o.as_ref().map(|r| r.cost), "edit {k}");
+            expanded_alt += a.map_or(0, |r| r.expanded);
+            expanded_octile += o.map_or(0, |r| r.expanded);
+        }
+    }
+    assert_eq!(graph.landmarks_in_use(), 8);
+    assert!(expanded_alt < expanded_octile, "{expanded_alt} vs {expanded_octile}");
+    graph.refresh_landmarks(&cost).unwrap();
+    assert_eq!(graph.landmarks_in_use(), 8);
 }

@@ -10,10 +10,12 @@
 //! the sector, and a step across a border costs what that step costs on the map.
 //!
 //! Memory: 2 bytes per map cell (each cell's component within its sector, padded to whole
-//! sectors), plus per portal node 24 bytes and per edge 12 bytes (a few dozen edges per sector on
-//! open ground: under 0.3 byte per cell at side 32). [`SectorGraph::memory_bytes`] adds it up.
+//! sectors), plus per portal node 24 bytes and 32 more for the route heuristic's landmarks (8
+//! potentials of 4 bytes), and per edge 12 bytes (a few dozen edges per sector on open ground:
+//! about 1.2 bytes per cell in all at side 32). [`SectorGraph::memory_bytes`] adds it up.
 
 mod cache;
+mod landmarks;
 mod local;
 mod route;
 mod tiles;
@@ -24,6 +26,7 @@ use thiserror::Error;
 use crate::cost::{CostError, CostField, CostModel, WALL};
 use crate::grid::{Dir8, Grid, SizeMismatch};
 pub use cache::{TileCache, TileEditReport};
+use landmarks::Landmarks;
 use local::{Rect, SectorFields, label_components};
 pub use route::{Route, RouteSearch};
 pub use tiles::FlowTiles;
@@ -106,9 +109,12 @@ pub enum SectorError {
 /// Each sector keeps its own part (its portal nodes, the costs between them, its crossings), so
 /// an edit rebuilds only the sectors it touches. Nodes are numbered sector by sector.
 ///
-/// Memory: see the [module documentation](self) — about 2.3 bytes per map cell at side 32 on
-/// open ground.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Equality compares the graph (sectors, components, nodes, edges, regions), not the route
+/// heuristic's landmark tables, which depend on the edits the graph went through.
+///
+/// Memory: see the [module documentation](self) — about 3.2 bytes per map cell at side 32 on
+/// open ground, landmarks included.
+#[derive(Debug, Clone)]
 pub struct SectorGraph {
     grid: Grid,
     model: CostModel,
@@ -125,10 +131,44 @@ pub struct SectorGraph {
     /// Per sector (and one past the last): the global number of its first component.
     component_base: Vec<u32>,
     /// Per global component: its connectivity label (equal labels: reachable from each other).
+    /// A build numbers each region by its smallest component; an update keeps the labels of
+    /// the regions it leaves whole and takes new ones from `next_region`.
     region: Vec<u32>,
+    /// Regions (distinct labels).
+    region_count: u32,
+    /// The next unused label.
+    next_region: u32,
     /// Per sector: whether all its walkable cells have the same terrain cost (so a cost to a
     /// cell equals the cost from it).
     uniform: Vec<bool>,
+    /// Potentials for the route search's heuristic.
+    landmarks: Landmarks,
+}
+
+impl PartialEq for SectorGraph {
+    fn eq(&self, other: &SectorGraph) -> bool {
+        self.grid == other.grid
+            && self.model == other.model
+            && self.side == other.side
+            && self.labels == other.labels
+            && self.parts == other.parts
+            && self.node_base == other.node_base
+            && self.component_base == other.component_base
+            && same_partition(&self.region, &other.region)
+            && self.uniform == other.uniform
+    }
+}
+
+impl Eq for SectorGraph {}
+
+/// Whether two labellings split their items alike (equal up to renaming the labels).
+fn same_partition(a: &[u32], b: &[u32]) -> bool {
+    use std::collections::HashMap;
+    let (mut ab, mut ba) = (HashMap::new(), HashMap::new());
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| *ab.entry(x).or_insert(y) == y && *ba.entry(y).or_insert(x) == x)
 }
 
 /// One sector's share of the graph.
@@ -160,6 +200,9 @@ pub struct SectorUpdate {
     pub sectors: Vec<u32>,
     /// Whether the number of connectivity regions changed (a region split, or two joined).
     pub regions_changed: bool,
+    /// Landmarks the route heuristic set aside because the edit made their potentials unsound
+    /// (a cost lowered, or regions joined); [`SectorGraph::refresh_landmarks`] restores them.
+    pub landmarks_set_aside: u32,
 }
 
 /// The map's geometry, as the per-sector work needs it.
@@ -313,10 +356,15 @@ impl SectorGraph {
             node_base: vec![0; sector_count + 1],
             component_base: vec![0; sector_count + 1],
             region: Vec::new(),
+            region_count: 0,
+            next_region: 0,
             uniform: vec![false; sector_count],
+            landmarks: Landmarks::default(),
         };
         let all: Vec<u32> = (0..sector_count as u32).collect();
         graph.rebuild(cost, &all);
+        graph.relabel_regions();
+        graph.landmarks = Landmarks::compute(&graph, cost.costs());
         Ok(graph)
     }
 
@@ -325,8 +373,10 @@ impl SectorGraph {
     /// then the node numbering and the connectivity labels are brought up to date. The result
     /// equals a fresh [`SectorGraph::build`] of the edited map.
     ///
-    /// Cost: the rebuilt sectors' work (as in a build), plus O(sectors + crossings) for the
-    /// numbering and the labels.
+    /// Cost: the rebuilt sectors' work (as in a build), plus O(sectors + components) to
+    /// renumber; the connectivity labels are mended from the rebuilt sectors' crossings alone,
+    /// unless the edit may have split a region (two places that met through the rebuilt
+    /// sectors no longer do), when they are relabelled over all crossings.
     ///
     /// ```
     /// use glam::UVec2;
@@ -368,17 +418,56 @@ impl SectorGraph {
         }
         sectors.sort_unstable();
         sectors.dedup();
-        let before = self.region_partition();
-        self.rebuild(cost, &sectors);
-        let regions_changed = before != self.region_partition();
+        let old_base = self.component_base.clone();
+        let old_parts = self.rebuild(cost, &sectors);
+        let regions_changed = self.mend_regions(&sectors, &old_parts, &old_base);
+        let mut landmarks = std::mem::take(&mut self.landmarks);
+        let landmarks_set_aside = landmarks.repair(self, cost.costs(), &sectors);
+        self.landmarks = landmarks;
         Ok(SectorUpdate {
             sectors,
             regions_changed,
+            landmarks_set_aside,
         })
     }
 
-    /// Rebuild the parts of `sectors` (ascending), then the numbering and the labels.
-    fn rebuild(&mut self, cost: &CostField, sectors: &[u32]) {
+    /// Choose the route heuristic's landmarks afresh and price every node's way to them,
+    /// bringing back any that edits set aside (see [`SectorUpdate::landmarks_set_aside`]).
+    /// `cost` must be the field the graph is up to date with.
+    ///
+    /// Cost: one Dijkstra over the portal graph per landmark (8), plus one; about a third of a
+    /// build's time on open ground.
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::sectors::SectorGraph;
+    /// let mut map = horde::maps::scattered_map(128, 128, 5).unwrap();
+    /// let mut graph = SectorGraph::build(&map, 16, horde::CostModel::Octile).unwrap();
+    /// assert_eq!(graph.landmarks_in_use(), 8);
+    /// map.fill_rect(UVec2::ZERO, UVec2::new(127, 127), 1).unwrap(); // every cost lowered
+    /// let update = graph.update(&map, &[(UVec2::ZERO, UVec2::new(127, 127))]).unwrap();
+    /// assert_eq!(graph.landmarks_in_use(), 8 - update.landmarks_set_aside);
+    /// graph.refresh_landmarks(&map).unwrap();
+    /// assert_eq!(graph.landmarks_in_use(), 8);
+    /// ```
+    pub fn refresh_landmarks(&mut self, cost: &CostField) -> Result<(), SectorError> {
+        SizeMismatch::check(
+            "cost field",
+            SizeMismatch::of(cost.grid()),
+            "sector graph",
+            SizeMismatch::of(&self.grid),
+        )?;
+        self.landmarks = Landmarks::compute(self, cost.costs());
+        Ok(())
+    }
+
+    /// The landmarks the route heuristic uses now (8 after a build).
+    pub fn landmarks_in_use(&self) -> u32 {
+        self.landmarks.valid.count_ones()
+    }
+
+    /// Rebuild the parts of `sectors` (ascending) and the numbering; returns their old parts.
+    fn rebuild(&mut self, cost: &CostField, sectors: &[u32]) -> Vec<Part> {
         let costs = cost.costs();
         let shape = self.shape();
         let per_sector = (self.side * self.side) as usize;
@@ -405,15 +494,176 @@ impl SectorGraph {
         };
         #[cfg(not(feature = "parallel"))]
         let built: Vec<(u32, Part)> = chunks.into_iter().map(work).collect();
+        let mut old = Vec::with_capacity(built.len());
         for (s, part) in built {
             self.uniform[s as usize] = is_uniform(costs, shape.w, shape.rect(s));
-            self.parts[s as usize] = part;
+            old.push(std::mem::replace(&mut self.parts[s as usize], part));
         }
         for s in 0..self.parts.len() {
             self.node_base[s + 1] = self.node_base[s] + self.parts[s].nodes.len() as u32;
             self.component_base[s + 1] = self.component_base[s] + self.parts[s].components as u32;
         }
-        self.relabel_regions();
+        old
+    }
+
+    /// Bring the connectivity labels up to date after `sectors` (ascending) were rebuilt from
+    /// `old_parts` (component numbering `old_base`). Returns whether the number of regions
+    /// changed.
+    ///
+    /// The components outside the rebuilt sectors keep their labels. A union-find joins the
+    /// rebuilt sectors' components and the components beside them across the new crossings.
+    /// Where the components beside them that shared a label before are still joined, no region
+    /// split; labels that meet in one set merge; sets that meet no label get new ones.
+    /// Otherwise a region may have split, and all labels are made afresh.
+    fn mend_regions(&mut self, sectors: &[u32], old_parts: &[Part], old_base: &[u32]) -> bool {
+        use std::collections::HashMap;
+        let before = self.region_count;
+        let mut rebuilt = vec![false; self.parts.len()];
+        for &s in sectors {
+            rebuilt[s as usize] = true;
+        }
+        // The labels the old sectors held.
+        let mut vanished: Vec<u32> = Vec::new();
+        for (&s, old) in sectors.iter().zip(old_parts) {
+            let from = old_base[s as usize] as usize;
+            vanished.extend_from_slice(&self.region[from..from + old.components as usize]);
+        }
+        // Labels in the new numbering; the rebuilt sectors' components are labelled below.
+        let mut region = std::mem::take(&mut self.region);
+        if sectors.len() <= 16 {
+            // In place, the last sector first so the earlier ranges stay where they were.
+            for (&s, old) in sectors.iter().zip(old_parts).rev() {
+                let from = old_base[s as usize] as usize;
+                let fresh =
+                    std::iter::repeat_n(u32::MAX, self.parts[s as usize].components as usize);
+                region.splice(from..from + old.components as usize, fresh);
+            }
+        } else {
+            let total = *self.component_base.last().expect("one past the last") as usize;
+            let old = std::mem::replace(&mut region, vec![u32::MAX; total]);
+            for s in (0..self.parts.len()).filter(|&s| !rebuilt[s]) {
+                let (from, to) = (old_base[s] as usize, self.component_base[s] as usize);
+                let n = self.parts[s].components as usize;
+                region[to..to + n].copy_from_slice(&old[from..from + n]);
+            }
+        }
+        // Union-find over the rebuilt components and those beside them.
+        let mut element: HashMap<u32, u32> = HashMap::new();
+        let mut parent: Vec<u32> = Vec::new();
+        let mut id = |c: u32, parent: &mut Vec<u32>| {
+            *element.entry(c).or_insert_with(|| {
+                parent.push(parent.len() as u32);
+                parent.len() as u32 - 1
+            })
+        };
+        for &s in sectors {
+            for c in self.component_base[s as usize]..self.component_base[s as usize + 1] {
+                id(c, &mut parent);
+            }
+            let part = &self.parts[s as usize];
+            for k in 0..part.nodes.len() {
+                let here = self.component_base[s as usize] + part.node_label[k] as u32 - 1;
+                let range = part.cross_start[k] as usize..part.cross_start[k + 1] as usize;
+                for &(across, _) in &part.cross[range] {
+                    let there = self
+                        .component_of_index(across)
+                        .expect("a crossing leads to a walkable cell");
+                    let (a, b) = (id(here, &mut parent), id(there, &mut parent));
+                    let (a, b) = (find(&mut parent, a), find(&mut parent, b));
+                    if a != b {
+                        parent[a.max(b) as usize] = a.min(b);
+                    }
+                }
+            }
+        }
+        // The components beside the old sectors: each label among them must still be one set.
+        let mut label_set: HashMap<u32, u32> = HashMap::new();
+        for old in old_parts {
+            for &(across, _) in &old.cross {
+                if rebuilt[self.sector_of_index(across) as usize] {
+                    continue;
+                }
+                let c = self
+                    .component_of_index(across)
+                    .expect("a cell beside is unchanged");
+                let e = id(c, &mut parent);
+                let set = find(&mut parent, e);
+                if *label_set.entry(region[c as usize]).or_insert(set) != set {
+                    // Two places of one region met only through the old sectors, perhaps.
+                    self.relabel_regions();
+                    return self.region_count != before;
+                }
+            }
+        }
+        // Labels that meet in one set merge (into the smallest); every set takes its label.
+        let mut set_label: HashMap<u32, u32> = HashMap::new();
+        let mut merged: HashMap<u32, u32> = HashMap::new();
+        let mut elements: Vec<(u32, u32)> = element.iter().map(|(&c, &e)| (c, e)).collect();
+        elements.sort_unstable();
+        let mut label_parent: HashMap<u32, u32> = HashMap::new();
+        let label_root = |mut l: u32, lp: &mut HashMap<u32, u32>| {
+            while let Some(&p) = lp.get(&l) {
+                l = p;
+            }
+            l
+        };
+        for &(c, e) in &elements {
+            let label = region[c as usize];
+            if label == u32::MAX {
+                continue; // a rebuilt component
+            }
+            let set = find(&mut parent, e);
+            let here = label_root(label, &mut label_parent);
+            match set_label.get(&set) {
+                None => {
+                    set_label.insert(set, here);
+                }
+                Some(&there) => {
+                    let there = label_root(there, &mut label_parent);
+                    if there != here {
+                        let (keep, gone) = (here.min(there), here.max(there));
+                        label_parent.insert(gone, keep);
+                        set_label.insert(set, keep);
+                    }
+                }
+            }
+        }
+        for gone in label_parent.keys().copied().collect::<Vec<_>>() {
+            let keep = label_root(gone, &mut label_parent);
+            merged.insert(gone, keep);
+        }
+        let mut fresh = 0;
+        for &(c, e) in &elements {
+            if region[c as usize] != u32::MAX {
+                continue;
+            }
+            let set = find(&mut parent, e);
+            let label = match set_label.get(&set) {
+                Some(&l) => label_root(l, &mut label_parent),
+                None => {
+                    fresh += 1;
+                    self.next_region += 1;
+                    set_label.insert(set, self.next_region - 1);
+                    self.next_region - 1
+                }
+            };
+            region[c as usize] = label;
+        }
+        if !merged.is_empty() {
+            for label in region.iter_mut() {
+                if let Some(&keep) = merged.get(label) {
+                    *label = keep;
+                }
+            }
+        }
+        // Regions gone: labels the old sectors held that no component beside them holds.
+        vanished.sort_unstable();
+        vanished.dedup();
+        let beside: std::collections::HashSet<u32> = label_set.keys().copied().collect();
+        let gone = vanished.iter().filter(|l| !beside.contains(l)).count() as u32;
+        self.region = region;
+        self.region_count = before + fresh - gone - merged.len() as u32;
+        self.region_count != before
     }
 
     /// Connectivity labels: components joined by a crossing share a region, numbered by their
@@ -439,15 +689,13 @@ impl SectorGraph {
         self.region = (0..components as u32)
             .map(|c| find(&mut parent, c))
             .collect();
-    }
-
-    /// The number of regions (the components that are their own region's root).
-    fn region_partition(&self) -> usize {
-        self.region
+        self.region_count = self
+            .region
             .iter()
             .enumerate()
             .filter(|&(c, &r)| c as u32 == r)
-            .count()
+            .count() as u32;
+        self.next_region = components as u32;
     }
 
     fn shape(&self) -> Shape {
@@ -550,13 +798,79 @@ impl SectorGraph {
         }
         let range = part.cross_start[k] as usize..part.cross_start[k + 1] as usize;
         for &(cell, c) in &part.cross[range] {
-            let t = self.shape().sector_of_index(cell) as usize;
-            let m = self.parts[t]
-                .nodes
-                .binary_search(&cell)
-                .expect("a crossing leads to a node");
+            let (t, m) = self.node_at(cell);
             f(self.node_base[t] + m as u32, t as u32, cell, c as u64);
         }
+    }
+
+    /// Call `f(node, sector, cost)` for each edge into the `k`th node of sector `s`: from the
+    /// other nodes of its component inside the sector, and across its crossings (each crossing
+    /// is a pair of steps, one each way; the step in costs the terrain of the cell across).
+    fn for_each_edge_into(
+        &self,
+        costs: &[u8],
+        s: usize,
+        k: usize,
+        mut f: impl FnMut(u32, u32, u64),
+    ) {
+        let part = &self.parts[s];
+        let n = part.nodes.len();
+        let base = self.node_base[s];
+        for m in (0..n).filter(|&m| m != k) {
+            let c = if part.wide.is_empty() {
+                match part.cost[m * n + k] {
+                    u32::MAX => continue,
+                    c => c as u64,
+                }
+            } else {
+                match part.wide[m * n + k] {
+                    u64::MAX => continue,
+                    c => c,
+                }
+            };
+            f(base + m as u32, s as u32, c);
+        }
+        let range = part.cross_start[k] as usize..part.cross_start[k + 1] as usize;
+        for &(cell, _) in &part.cross[range] {
+            let (t, m) = self.node_at(cell);
+            let step = self.model.step(Dir8::N, costs[cell as usize]) as u64;
+            f(self.node_base[t] + m as u32, t as u32, step);
+        }
+    }
+
+    /// The sector holding the cell at map index `cell`.
+    #[inline]
+    fn sector_of_index(&self, cell: u32) -> u32 {
+        self.shape().sector_of_index(cell)
+    }
+
+    /// The sector of the node at map index `cell` and its place among the sector's nodes.
+    #[inline]
+    fn node_at(&self, cell: u32) -> (usize, usize) {
+        let t = self.shape().sector_of_index(cell) as usize;
+        let m = self.parts[t]
+            .nodes
+            .binary_search(&cell)
+            .expect("a crossing leads to a node");
+        (t, m)
+    }
+
+    /// The landmark potentials of the `k`th node of sector `s`.
+    #[inline]
+    fn potentials(&self, s: usize, k: usize) -> &[u32] {
+        &self.landmarks.potential[s][k * landmarks::LANDMARKS..(k + 1) * landmarks::LANDMARKS]
+    }
+
+    /// The number of connectivity regions (sets of walkable cells reachable from each other).
+    /// O(1).
+    ///
+    /// ```
+    /// let map = horde::io::parse_map(b"type octile\nheight 1\nwidth 20\nmap\n.........@..........\n", "m").unwrap();
+    /// let graph = horde::sectors::SectorGraph::build(&map, 8, horde::CostModel::Octile).unwrap();
+    /// assert_eq!(graph.region_count(), 2);
+    /// ```
+    pub fn region_count(&self) -> u32 {
+        self.region_count
     }
 
     /// The sector holding `cell` (numbered row by row), if it is on the map.
@@ -601,6 +915,7 @@ impl SectorGraph {
             + parts
             + (self.node_base.len() + self.component_base.len() + self.region.len()) * 4
             + self.uniform.len()
+            + self.landmarks.memory_bytes()
     }
 
     /// The global component of a walkable cell.

@@ -6,6 +6,7 @@ use std::collections::BinaryHeap;
 
 use glam::UVec2;
 
+use super::landmarks::{LANDMARKS, UNKNOWN};
 use super::local::{Direction, LocalSearch, SectorFields};
 use super::{SectorError, SectorGraph};
 use crate::cost::CostField;
@@ -28,6 +29,9 @@ pub struct Route {
     /// Graph nodes expanded by the search (a measure of its work).
     pub expanded: usize,
 }
+
+/// Landmarks a route search consults at each step: those that bound the start's cost best.
+const ACTIVE_LANDMARKS: usize = 3;
 
 /// The unit of [`RouteSearch::set_weight`]'s fixed point.
 const WEIGHT_ONE: u64 = 16;
@@ -52,11 +56,16 @@ pub struct RouteSearch {
     /// Per node: its cost to the goal inside the goal's sector, valid when stamped.
     to_goal: Vec<u64>,
     to_goal_stamp: Vec<u32>,
-    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Entries (f, h, vertex): among equal f the one nearest the goal first, which on the
+    /// plateaus of equally good routes that open ground has walks one route to the goal
+    /// instead of widening over all of them.
+    heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
     targets: Vec<u32>,
     start_edges: Vec<(u32, u64)>,
     /// The heuristic's weight in 1/`WEIGHT_ONE`ths (0 until set: plain A*).
     weight: u64,
+    /// Set: the heuristic is the octile distance alone, landmarks unused.
+    octile_only: bool,
     chain: Vec<u32>,
 }
 
@@ -93,12 +102,33 @@ impl RouteSearch {
         Ok(())
     }
 
+    /// Use the graph's landmarks in the heuristic (`true`, the default) or the octile distance
+    /// alone. Either way routes cost the same (both bounds are admissible); landmarks make the
+    /// search expand far fewer nodes on terrain and in mazes.
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::sectors::{RouteSearch, SectorGraph};
+    /// let map = horde::maps::scattered_map(256, 256, 3).unwrap();
+    /// let graph = SectorGraph::build(&map, 16, horde::CostModel::Octile).unwrap();
+    /// let (a, b) = (map.nearest_walkable(UVec2::ZERO).unwrap(), map.nearest_walkable(UVec2::splat(255)).unwrap());
+    /// let mut plain = RouteSearch::new();
+    /// plain.set_landmarks(false);
+    /// let (alt, octile) = (RouteSearch::new().route(&graph, &map, a, b).unwrap().unwrap(), plain.route(&graph, &map, a, b).unwrap().unwrap());
+    /// assert_eq!(alt.cost, octile.cost);
+    /// assert!(alt.expanded < octile.expanded);
+    /// ```
+    pub fn set_landmarks(&mut self, on: bool) {
+        self.octile_only = !on;
+    }
+
     /// The cheapest route through the portal graph from `start` to `goal`, or `None` when the
     /// goal cannot be reached (known from the connectivity labels, without a search).
     ///
     /// Cost: two Dijkstra searches confined to the end sectors (they stop once the sector's
-    /// portals are settled) and an A* over the graph with the octile distance as heuristic —
-    /// on open ground it expands little more than the nodes along the route.
+    /// portals are settled) and an A* over the graph whose heuristic is the larger of the octile
+    /// distance and the graph's landmark bounds — it expands little more than the nodes along
+    /// the route.
     ///
     /// ```
     /// use glam::UVec2;
@@ -168,12 +198,6 @@ impl RouteSearch {
             graph.sector_of(goal).expect("checked"),
         );
         let same_component = start_component == goal_component;
-        // The octile distance to the goal: a lower bound of any path's cost (every terrain
-        // cost is at least 1), and consistent, so a vertex's first expansion is final.
-        let (gx, gy) = (goal.x, goal.y);
-        let h =
-            |cell: u32| model.heuristic((cell % w).abs_diff(gx), (cell / w).abs_diff(gy)) as u64;
-
         // The goal's side: the cost from every cell of the goal's sector to the goal.
         let rect = graph.rect(goal_sector);
         let to_goal =
@@ -184,6 +208,63 @@ impl RouteSearch {
                 let c = graph.node_index(node);
                 self.to_goal[node] = to_goal[rect.local(c % w, c / w) as usize];
                 self.to_goal_stamp[node] = self.generation;
+            }
+        }
+        let landmarks = &graph.landmarks;
+        let mut goal_potential = [u64::MAX; LANDMARKS];
+        if !self.octile_only && landmarks.valid != 0 {
+            // Each landmark's potential at the goal: the cheapest way from the goal to it, out
+            // through one of the goal's portals, or inside the sector when the landmark is in
+            // it. (Where every walkable cell costs the same, a cost from the goal equals the
+            // cost to it, and the field above serves.)
+            let from_goal: &[u64] = if graph.uniform[goal_sector as usize] {
+                to_goal
+            } else {
+                self.targets.clear();
+                for node in graph.nodes_of(goal_sector) {
+                    if graph.node_component(node) == goal_component {
+                        let c = graph.node_index(node);
+                        self.targets.push(rect.local(c % w, c / w));
+                    }
+                }
+                for &cell in &landmarks.cells {
+                    if cell != u32::MAX && graph.sector_of_index(cell) == goal_sector {
+                        self.targets.push(rect.local(cell % w, cell / w));
+                    }
+                }
+                let goal_local = rect.local(goal.x, goal.y);
+                self.local.run(
+                    costs,
+                    w,
+                    model,
+                    rect,
+                    goal_local,
+                    Direction::From,
+                    &self.targets,
+                );
+                self.local.dists()
+            };
+            let goal_base = graph.nodes_of(goal_sector).start;
+            for node in graph.nodes_of(goal_sector) {
+                if graph.node_component(node) != goal_component {
+                    continue;
+                }
+                let c = graph.node_index(node);
+                let d = from_goal[rect.local(c % w, c / w) as usize];
+                if d == u64::MAX {
+                    continue;
+                }
+                let potentials = graph.potentials(goal_sector as usize, node - goal_base);
+                for (best, &b) in goal_potential.iter_mut().zip(potentials) {
+                    if b != UNKNOWN {
+                        *best = (*best).min(d + b as u64);
+                    }
+                }
+            }
+            for (best, &cell) in goal_potential.iter_mut().zip(&landmarks.cells) {
+                if cell != u32::MAX && graph.sector_of_index(cell) == goal_sector {
+                    *best = (*best).min(from_goal[rect.local(cell % w, cell / w) as usize]);
+                }
             }
         }
         let direct = if same_component {
@@ -229,11 +310,53 @@ impl RouteSearch {
                 }
             }
         }
+        // The landmarks that bound the start's cost best (ALT's "active" landmarks): the
+        // others would cost a look-up at every step for bounds that seldom win.
+        let mut bound = [0u64; LANDMARKS];
+        let mut candidates = [0usize; LANDMARKS];
+        let mut count = 0;
+        for (i, &p) in goal_potential.iter().enumerate() {
+            if landmarks.valid & (1 << i) == 0 || p == u64::MAX {
+                continue;
+            }
+            let mut least = u64::MAX;
+            for &(node, d) in &self.start_edges {
+                let k = node as usize - graph.nodes_of(start_sector).start;
+                let b = graph.potentials(start_sector as usize, k)[i];
+                if b != UNKNOWN {
+                    least = least.min(d + b as u64);
+                }
+            }
+            bound[i] = least.saturating_sub(p);
+            candidates[count] = i;
+            count += 1;
+        }
+        candidates[..count].sort_unstable_by_key(|&i| Reverse(bound[i]));
+        let active = &candidates[..count.min(ACTIVE_LANDMARKS)];
+        // The heuristic: the octile distance to the goal (a lower bound of any path's cost, as
+        // every terrain cost is at least 1) and, for each landmark, the node's potential less
+        // the goal's (the triangle inequality). Each is consistent, so their maximum is, and a
+        // vertex's first expansion is final.
+        let (gx, gy) = (goal.x, goal.y);
+        let h = |node: u32, sector: u32, cell: u32| {
+            let mut best = model.heuristic((cell % w).abs_diff(gx), (cell / w).abs_diff(gy)) as u64;
+            if !active.is_empty() {
+                let k = node - graph.node_base[sector as usize];
+                let potentials = graph.potentials(sector as usize, k as usize);
+                for &i in active {
+                    let b = potentials[i];
+                    if b != UNKNOWN {
+                        best = best.max((b as u64).saturating_sub(goal_potential[i]));
+                    }
+                }
+            }
+            best
+        };
         self.settle(start_v, 0, u32::MAX);
         for k in 0..self.start_edges.len() {
             let (node, d) = self.start_edges[k];
             let cell = graph.node_index(node as usize);
-            self.relax(node, start_sector, h(cell), d, start_v);
+            self.relax(node, start_sector, h(node, start_sector, cell), d, start_v);
         }
         if direct != u64::MAX {
             self.relax(goal_v, goal_sector, 0, direct, start_v);
@@ -242,7 +365,7 @@ impl RouteSearch {
         // A* over the portal graph.
         let mut expanded = 0;
         let graph_nodes = graph.node_count() as u32;
-        while let Some(Reverse((_, v))) = self.heap.pop() {
+        while let Some(Reverse((_, _, v))) = self.heap.pop() {
             if v == goal_v {
                 break;
             }
@@ -262,7 +385,10 @@ impl RouteSearch {
             let k = v as usize - graph.nodes_of(s as u32).start;
             graph.for_each_edge(s, k, |to, sector, cell, c| {
                 debug_assert!(to < graph_nodes);
-                self.relax(to, sector, h(cell), g + c, v);
+                // The heuristic only for a vertex this edge improves: most do not.
+                if self.improves(to, g + c) {
+                    self.relax(to, sector, h(to, sector, cell), g + c, v);
+                }
             });
         }
         if self.g_stamp[goal_v as usize] != self.generation {
@@ -331,6 +457,13 @@ impl RouteSearch {
         self.parent[v as usize] = parent;
     }
 
+    /// Whether cost `g` would improve vertex `v` (reached no more cheaply and not expanded).
+    #[inline]
+    fn improves(&self, v: u32, g: u64) -> bool {
+        let reached = self.g_stamp[v as usize] == self.generation;
+        !(reached && self.g[v as usize] <= g) && self.closed_stamp[v as usize] != self.generation
+    }
+
     /// Offer vertex `v` (in `sector`, `h` from the goal) the cost `g` through `parent`.
     #[inline]
     fn relax(&mut self, v: u32, sector: u32, h: u64, g: u64, parent: u32) {
@@ -349,6 +482,6 @@ impl RouteSearch {
         } else {
             h
         };
-        self.heap.push(Reverse((g + h, v)));
+        self.heap.push(Reverse((g + h, h, v)));
     }
 }

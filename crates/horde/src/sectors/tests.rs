@@ -146,3 +146,45 @@ fn a_route_leaves_a_sector_and_comes_back_when_that_is_the_way() {
         .unwrap();
     assert!(route.cost >= best as u64);
 }
+
+#[test]
+fn edits_split_and_join_regions_and_say_so() {
+    // 32 x 16 open ground: sectors of 8, four across and two down.
+    let mut cost = map(&["................................"; 16]);
+    let mut g = SectorGraph::build(&cost, 8, CostModel::Octile).unwrap();
+    assert_eq!(g.region_count(), 1);
+    // A wall in one sector: no region changes, and the labels are mended without a relabel.
+    let block = (UVec2::new(2, 2), UVec2::new(4, 4));
+    cost.fill_rect(block.0, block.1, WALL).unwrap();
+    let update = g.update(&cost, &[block]).unwrap();
+    assert!(!update.regions_changed);
+    assert_eq!(g.region_count(), 1);
+    // A wall across the map: two regions.
+    let cut = (UVec2::new(12, 0), UVec2::new(12, 15));
+    cost.fill_rect(cut.0, cut.1, WALL).unwrap();
+    let update = g.update(&cost, &[cut]).unwrap();
+    assert!(update.regions_changed);
+    assert_eq!(g.region_count(), 2);
+    assert_ne!(g.region(UVec2::new(0, 0)), g.region(UVec2::new(31, 0)));
+    // A room walled in on the right: three; then opened to the left: two again.
+    let room = [
+        (UVec2::new(20, 4), UVec2::new(28, 4)),
+        (UVec2::new(20, 12), UVec2::new(28, 12)),
+        (UVec2::new(20, 4), UVec2::new(20, 12)),
+        (UVec2::new(28, 4), UVec2::new(28, 12)),
+    ];
+    for r in room {
+        cost.fill_rect(r.0, r.1, WALL).unwrap();
+    }
+    let update = g.update(&cost, &room).unwrap();
+    assert!(update.regions_changed);
+    assert_eq!(g.region_count(), 3);
+    let door = (UVec2::new(12, 8), UVec2::new(12, 8));
+    cost.fill_rect(door.0, door.1, 1).unwrap();
+    let update = g.update(&cost, &[door]).unwrap();
+    assert!(update.regions_changed);
+    assert_eq!(g.region_count(), 2);
+    assert_eq!(g.region(UVec2::new(0, 0)), g.region(UVec2::new(31, 0)));
+    assert_ne!(g.region(UVec2::new(0, 0)), g.region(UVec2::new(24, 8)));
+    assert_eq!(g, SectorGraph::build(&cost, 8, CostModel::Octile).unwrap());
+}
