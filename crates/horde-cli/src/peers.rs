@@ -30,6 +30,38 @@ pub fn pathfinding_dijkstra_all(cost: &CostField, goal: UVec2, model: CostModel)
     pathfinding::prelude::dijkstra_all(&start, successors).len()
 }
 
+/// The `pathfinding` crate's `astar` from `start` to `goal` with the same steps, costs, corner
+/// rule and octile heuristic as horde's own searches. Returns the path's raw cost, or `None`.
+pub fn pathfinding_astar(
+    cost: &CostField,
+    start: UVec2,
+    goal: UVec2,
+    model: CostModel,
+) -> Option<u32> {
+    let g = *cost.grid();
+    let w = g.width() as usize;
+    let costs = cost.costs();
+    let from = g.index(start).ok()?;
+    let to = g.index(goal).ok()?;
+    let successors = |&i: &usize| {
+        let cell = g.cell(i);
+        let mut out = Vec::with_capacity(8);
+        for dir in Dir8::ALL {
+            if let Some(j) = g.neighbour(cell, dir)
+                && cost.can_step(cell, dir)
+            {
+                out.push((j.y as usize * w + j.x as usize, model.step(dir, costs[i])));
+            }
+        }
+        out
+    };
+    let heuristic = |&i: &usize| {
+        let c = g.cell(i);
+        model.heuristic(c.x.abs_diff(goal.x), c.y.abs_diff(goal.y))
+    };
+    pathfinding::prelude::astar(&from, successors, heuristic, |&i| i == to).map(|(_, c)| c)
+}
+
 /// bracket-lib's Dijkstra maps (`bracket-pathfinding`) over the same moves: each cell lists the
 /// cells that can step into it, with the step's cost in the model's units. Its map is `f32` and
 /// its queue a FIFO that re-queues improved cells.

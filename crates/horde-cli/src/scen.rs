@@ -32,6 +32,11 @@ pub struct Args {
     /// times the cheapest through the portal graph, found with far fewer expansions.
     #[arg(long, default_value_t = 1.0, value_parser = crate::util::number_in(1.0, 4.0, false))]
     weight: f32,
+    /// With `--route`: answer the same queries, in the same run, with horde's own A* and with
+    /// the `pathfinding` crate's `astar` (a build with `--features peers`), and report the
+    /// queries per second of each and the speed-ups.
+    #[arg(long, requires = "route")]
+    compare: bool,
     /// Sector side for `--route`, 8 to 256.
     #[arg(long, default_value_t = horde::sectors::DEFAULT_SECTOR_SIDE as usize,
           value_parser = crate::util::count_in(
@@ -201,6 +206,11 @@ fn run_routes(a: &Args, cost: &CostField, scen: &[Scenario]) -> Result<ExitCode>
     pb.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
     let qps = scen.len() as f64 / secs.max(1e-9);
+    let peers = if a.compare {
+        Some(compare_searches(a, cost, scen)?)
+    } else {
+        None
+    };
     excess.sort_by(f64::total_cmp);
     let mean = excess.iter().sum::<f64>() / excess.len().max(1) as f64;
     let p95 = excess
@@ -227,6 +237,13 @@ fn run_routes(a: &Args, cost: &CostField, scen: &[Scenario]) -> Result<ExitCode>
             "build_ms": build_ms,
             "tiles_per_query": tiles_built as f64 / scen.len() as f64,
         });
+        let mut v = v;
+        if let Some(p) = &peers {
+            v["astar_qps"] = serde_json::json!(p.astar_qps);
+            v["pathfinding_astar_qps"] = serde_json::json!(p.pathfinding_qps);
+            v["speedup_vs_astar"] = serde_json::json!(qps / p.astar_qps);
+            v["speedup_vs_pathfinding"] = serde_json::json!(qps / p.pathfinding_qps);
+        }
         outln!("{v}");
     } else {
         outln!("map          {}", a.map);
@@ -246,6 +263,18 @@ fn run_routes(a: &Args, cost: &CostField, scen: &[Scenario]) -> Result<ExitCode>
         );
         outln!("queries/s    {qps:.0} (route, tiles and following the arrows)");
         outln!("tiles/q      {:.1}", tiles_built as f64 / scen.len() as f64);
+        if let Some(p) = &peers {
+            outln!(
+                "vs A*        {:.0} queries/s with horde's A*: {:.1}x",
+                p.astar_qps,
+                qps / p.astar_qps
+            );
+            outln!(
+                "vs peer      {:.0} queries/s with pathfinding::astar: {:.1}x",
+                p.pathfinding_qps,
+                qps / p.pathfinding_qps
+            );
+        }
         for b in &first_bad {
             outln!("  bad        {b}");
         }
@@ -255,4 +284,65 @@ fn run_routes(a: &Args, cost: &CostField, scen: &[Scenario]) -> Result<ExitCode>
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Queries per second of the plain searches `--compare` measures beside the routes.
+struct Peers {
+    astar_qps: f64,
+    pathfinding_qps: f64,
+}
+
+/// `--compare`: the same queries through horde's A* and `pathfinding::astar`, each checked
+/// against the published optimum.
+#[cfg(feature = "peers")]
+fn compare_searches(a: &Args, cost: &CostField, scen: &[Scenario]) -> Result<Peers> {
+    let model = CostModel::Octile;
+    let check = |s: &Scenario, raw: Option<u32>, who: &str| -> Result<()> {
+        let got = raw.map_or(f64::INFINITY, |r| model.to_cost(r));
+        if (got - s.optimal).abs() > s.tolerance() {
+            bail!(
+                "{}:{}: {who} found {got} where the optimum is {}",
+                a.scen,
+                s.line,
+                s.optimal
+            );
+        }
+        Ok(())
+    };
+    let cells = |s: &Scenario| {
+        (
+            UVec2::new(s.start.0, s.start.1),
+            UVec2::new(s.goal.0, s.goal.1),
+        )
+    };
+    let mut astar = AStar::new();
+    let started = Instant::now();
+    for s in scen {
+        let (from, to) = cells(s);
+        let raw = astar.search(cost, from, to, model)?;
+        check(s, raw, "horde's A*")?;
+    }
+    let astar_qps = scen.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
+    let started = Instant::now();
+    for s in scen {
+        let (from, to) = cells(s);
+        check(
+            s,
+            crate::peers::pathfinding_astar(cost, from, to, model),
+            "pathfinding::astar",
+        )?;
+    }
+    let pathfinding_qps = scen.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
+    Ok(Peers {
+        astar_qps,
+        pathfinding_qps,
+    })
+}
+
+#[cfg(not(feature = "peers"))]
+fn compare_searches(_: &Args, _: &CostField, _: &[Scenario]) -> Result<Peers> {
+    bail!(
+        "--compare needs the pathfinding crate: build with --features peers \
+(cargo run --release -p horde-cli --features peers -- scen ... --route --compare)"
+    )
 }

@@ -1215,6 +1215,41 @@ fn scen_route_reports_excess_over_the_optimum_and_reaches_every_goal() {
 }
 
 #[test]
+fn scen_route_compare_measures_the_plain_searches_or_says_what_it_needs() {
+    let args = [
+        "scen",
+        &movingai("arena.map"),
+        &movingai("arena.map.scen"),
+        "--route",
+        "--compare",
+        "--json",
+    ];
+    let (code, out, err) = horde(&args);
+    if cfg!(feature = "peers") {
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        for key in ["astar_qps", "pathfinding_astar_qps"] {
+            assert!(v[key].as_f64().unwrap() > 0.0, "{key}: {v}");
+        }
+        let ratio = v["queries_per_second"].as_f64().unwrap()
+            / v["pathfinding_astar_qps"].as_f64().unwrap();
+        assert!((v["speedup_vs_pathfinding"].as_f64().unwrap() - ratio).abs() < 1e-9 * ratio);
+    } else {
+        assert_eq!(code, 2, "{out}");
+        assert!(err.contains("--features peers"), "{err}");
+    }
+    // Only with --route.
+    let (code, _, err) = horde(&[
+        "scen",
+        &movingai("arena.map"),
+        &movingai("arena.map.scen"),
+        "--compare",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--route"), "{err}");
+}
+
+#[test]
 fn bench_huge_json_has_the_agreed_keys() {
     let (code, out, err) = horde(&[
         "bench",

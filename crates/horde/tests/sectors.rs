@@ -63,6 +63,62 @@ fn oracle_route_cost(
     total
 }
 
+/// Check every arrow of every built tile against the rule, with the oracle's steps and prices:
+/// inside a tile's rim, the legal step whose price plus the cost to the goal beyond is least,
+/// the lowest direction on a tie; on the rim (whose steps may lead into tiles built later,
+/// which it did not see) a legal step that costs no more than the cell's cost to the goal.
+/// Walls, the goal and cells with no value have no arrow.
+fn check_arrows(cost: &CostField, graph: &SectorGraph, tiles: &FlowTiles, model: CostModel) {
+    let w = cost.width();
+    for i in 0..cost.grid().len() {
+        let cell = cost.grid().cell(i);
+        if !tiles.has_tile(graph.sector_of(cell).unwrap()) {
+            continue;
+        }
+        let byte = tiles.flow_byte(cell).unwrap();
+        let Some(here) = tiles.cost_to_goal(cell) else {
+            assert!(byte >= 8, "an arrow at {cell} without a cost");
+            continue;
+        };
+        if cell == tiles.goal() {
+            assert_eq!(byte, horde::FLOW_GOAL);
+            continue;
+        }
+        let side = graph.side();
+        let rim = [cell.x, cell.y]
+            .iter()
+            .any(|&c| c % side == 0 || c % side == side - 1)
+            || cell.x + 1 == w
+            || cell.y + 1 == cost.height();
+        if rim {
+            let d = byte as usize;
+            let j = oracle_step(cost, cell.x as i64, cell.y as i64, d).expect("a legal arrow");
+            let beyond = tiles
+                .cost_to_goal(UVec2::new(j as u32 % w, j as u32 / w))
+                .unwrap();
+            assert!(
+                beyond + oracle_price(model, d, cost.costs()[i]) <= here,
+                "rim {cell}"
+            );
+            continue;
+        }
+        let mut best = (u64::MAX, u8::MAX);
+        for d in 0..8 {
+            let Some(j) = oracle_step(cost, cell.x as i64, cell.y as i64, d) else {
+                continue;
+            };
+            let Some(beyond) = tiles.cost_to_goal(UVec2::new(j as u32 % w, j as u32 / w)) else {
+                continue;
+            };
+            let total = beyond + oracle_price(model, d, cost.costs()[i]);
+            if total < best.0 {
+                best = (total, d as u8);
+            }
+        }
+        assert_eq!(byte, best.1, "arrow at {cell} (cost {here})");
+    }
+}
+
 /// Follow the tiles' arrows from `start`, pricing each step with the oracle and checking that
 /// it is legal and that the cost to the goal drops: the total cost, or `None` if an arrow is
 /// missing before the goal.
@@ -147,6 +203,7 @@ proptest! {
             // never dearer than the route they were built for.
             let mut tiles = FlowTiles::new(&graph, &cost, goal).unwrap();
             tiles.extend(&graph, &cost, &route).unwrap();
+            check_arrows(&cost, &graph, &tiles, model);
             let walked = follow(&cost, &tiles, start, model);
             prop_assert!(walked.is_some(), "the tiles do not reach {} from {}", goal, start);
             let walked = walked.unwrap();
@@ -556,17 +613,26 @@ fn landmarks_mended_through_many_edits_keep_routes_exact() {
         let value = [horde::WALL, 1, 4][k as usize % 3];
         cost.fill_rect(block.0, block.1, value).unwrap();
         graph.update(&cost, &[block]).unwrap();
-        let picks: Vec<u64> = (0..8).map(|i| (k as u64 + 1) * 0x9E37_79B9 * (i + 1)).collect();
+        let picks: Vec<u64> = (0..8)
+            .map(|i| (k as u64 + 1) * 0x9E37_79B9 * (i + 1))
+            .collect();
         for pair in pick_walkable(&cost, &picks).chunks(2) {
             let a = alt.route(&graph, &cost, pair[0], pair[1]).unwrap();
             let o = octile_only.route(&graph, &cost, pair[0], pair[1]).unwrap();
-            assert_eq!(a.as_ref().map(|r| r.cost), o.as_ref().map(|r| r.cost), "edit {k}");
+            assert_eq!(
+                a.as_ref().map(|r| r.cost),
+                o.as_ref().map(|r| r.cost),
+                "edit {k}"
+            );
             expanded_alt += a.map_or(0, |r| r.expanded);
             expanded_octile += o.map_or(0, |r| r.expanded);
         }
     }
     assert_eq!(graph.landmarks_in_use(), 8);
-    assert!(expanded_alt < expanded_octile, "{expanded_alt} vs {expanded_octile}");
+    assert!(
+        expanded_alt < expanded_octile,
+        "{expanded_alt} vs {expanded_octile}"
+    );
     graph.refresh_landmarks(&cost).unwrap();
     assert_eq!(graph.landmarks_in_use(), 8);
 }

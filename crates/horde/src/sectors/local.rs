@@ -8,6 +8,7 @@ use std::collections::BinaryHeap;
 use glam::UVec2;
 
 use crate::cost::{CostField, CostModel, WALL};
+use crate::flow::FlowField;
 use crate::grid::{Dir8, Grid};
 use crate::integration::{IntegrationBuilder, IntegrationField, UNREACHABLE};
 
@@ -243,6 +244,8 @@ pub(crate) struct SectorFields {
     fallback: LocalSearch,
     seeds: Vec<(UVec2, u32)>,
     dist: Vec<u64>,
+    /// Whether the last values came from the builder (not the 64-bit fallback).
+    from_builder: bool,
 }
 
 /// Seeds further apart than this from the cheapest go to the 64-bit fallback.
@@ -262,17 +265,25 @@ impl SectorFields {
         let n = (rect.w * rect.h) as usize;
         self.dist.clear();
         self.dist.resize(n, u64::MAX);
+        self.from_builder = false;
         let Some(base) = seeds.iter().map(|s| s.1).min() else {
             return &self.dist;
         };
-        if seeds.iter().any(|s| s.1 - base > SEED_SPREAD_LIMIT)
-            || !self.build(costs, map_width, model, rect, seeds, base)
-        {
+        self.from_builder = seeds.iter().all(|s| s.1 - base <= SEED_SPREAD_LIMIT)
+            && self.build(costs, map_width, model, rect, seeds, base);
+        if !self.from_builder {
             self.fallback
                 .run_seeded(costs, map_width, model, rect, seeds);
             self.dist.copy_from_slice(self.fallback.dists());
         }
         &self.dist
+    }
+
+    /// The arrows of the last [`SectorFields::costs_to`]'s values over its rectangle (walls and
+    /// everything outside the rectangle as walls; ties to the lowest direction), through the
+    /// library's flow kernel; `false` when those values came from the 64-bit fallback.
+    pub fn flow_into(&self, out: &mut FlowField) -> bool {
+        self.from_builder && self.builder.flow_into(out).is_ok()
     }
 
     /// Try the builder: false if the values overflow its 32 bits.
@@ -286,12 +297,11 @@ impl SectorFields {
         base: u64,
     ) -> bool {
         let grid = Grid::new(rect.w, rect.h).expect("a sector is a valid grid");
-        let sub: Vec<u8> = (0..rect.h)
-            .flat_map(|y| {
-                let row = (rect.y0 + y) as usize * map_width as usize + rect.x0 as usize;
-                costs[row..row + rect.w as usize].iter().copied()
-            })
-            .collect();
+        let mut sub = Vec::with_capacity((rect.w * rect.h) as usize);
+        for y in 0..rect.h {
+            let row = (rect.y0 + y) as usize * map_width as usize + rect.x0 as usize;
+            sub.extend_from_slice(&costs[row..row + rect.w as usize]);
+        }
         let sub = CostField::from_costs(grid, sub).expect("costs copied from a cost field");
         self.seeds.clear();
         self.seeds.extend(

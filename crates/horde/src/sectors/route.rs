@@ -215,34 +215,18 @@ impl RouteSearch {
         if !self.octile_only && landmarks.valid != 0 {
             // Each landmark's potential at the goal: the cheapest way from the goal to it, out
             // through one of the goal's portals, or inside the sector when the landmark is in
-            // it. (Where every walkable cell costs the same, a cost from the goal equals the
-            // cost to it, and the field above serves.)
-            let from_goal: &[u64] = if graph.uniform[goal_sector as usize] {
-                to_goal
-            } else {
-                self.targets.clear();
-                for node in graph.nodes_of(goal_sector) {
-                    if graph.node_component(node) == goal_component {
-                        let c = graph.node_index(node);
-                        self.targets.push(rect.local(c % w, c / w));
-                    }
+            // it. The costs from the goal are bounded by those to it (computed above): a path
+            // walked backwards pays for each step the terrain of the cell at its other end, so
+            // at most the sector's dearest terrain over its cheapest times the cost forwards
+            // (equal where every walkable cell costs the same). A larger potential at the goal
+            // only weakens the bound; it stays admissible and consistent.
+            let (cheapest, dearest) = terrain_range(costs, w, rect);
+            let from_goal = |local: u32| -> u64 {
+                match to_goal[local as usize] {
+                    u64::MAX => u64::MAX,
+                    d if cheapest == dearest => d,
+                    d => d.saturating_mul(dearest as u64).div_ceil(cheapest as u64),
                 }
-                for &cell in &landmarks.cells {
-                    if cell != u32::MAX && graph.sector_of_index(cell) == goal_sector {
-                        self.targets.push(rect.local(cell % w, cell / w));
-                    }
-                }
-                let goal_local = rect.local(goal.x, goal.y);
-                self.local.run(
-                    costs,
-                    w,
-                    model,
-                    rect,
-                    goal_local,
-                    Direction::From,
-                    &self.targets,
-                );
-                self.local.dists()
             };
             let goal_base = graph.nodes_of(goal_sector).start;
             for node in graph.nodes_of(goal_sector) {
@@ -250,7 +234,7 @@ impl RouteSearch {
                     continue;
                 }
                 let c = graph.node_index(node);
-                let d = from_goal[rect.local(c % w, c / w) as usize];
+                let d = from_goal(rect.local(c % w, c / w));
                 if d == u64::MAX {
                     continue;
                 }
@@ -263,7 +247,7 @@ impl RouteSearch {
             }
             for (best, &cell) in goal_potential.iter_mut().zip(&landmarks.cells) {
                 if cell != u32::MAX && graph.sector_of_index(cell) == goal_sector {
-                    *best = (*best).min(from_goal[rect.local(cell % w, cell / w) as usize]);
+                    *best = (*best).min(from_goal(rect.local(cell % w, cell / w)));
                 }
             }
         }
@@ -484,4 +468,18 @@ impl RouteSearch {
         };
         self.heap.push(Reverse((g + h, h, v)));
     }
+}
+
+/// The cheapest and the dearest walkable terrain in `rect` (`(1, 1)` if it has none).
+fn terrain_range(costs: &[u8], w: u32, rect: super::local::Rect) -> (u8, u8) {
+    let mut range = (u8::MAX, 0u8);
+    for y in rect.y0..rect.y0 + rect.h {
+        let row = (y * w + rect.x0) as usize;
+        for &c in &costs[row..row + rect.w as usize] {
+            if c != crate::cost::WALL {
+                range = (range.0.min(c), range.1.max(c));
+            }
+        }
+    }
+    if range.1 == 0 { (1, 1) } else { range }
 }

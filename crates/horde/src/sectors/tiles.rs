@@ -8,7 +8,7 @@ use super::local::{Rect, SectorFields};
 use super::{Route, SectorError, SectorGraph, SectorUpdate};
 use crate::cost::{CostField, WALL};
 use crate::flow::{FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FlowField};
-use crate::grid::{Dir8, SizeMismatch};
+use crate::grid::{Dir8, Grid, SizeMismatch};
 
 /// One sector's tile: cost-to-goal and flow byte for each of its cells.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +40,10 @@ pub struct FlowTiles {
     tiles: Vec<Tile>,
     fields: SectorFields,
     seeds: Vec<(u32, u64)>,
+    /// Scratch: the arrows of the tile being built, from the library's flow kernel.
+    inner_flow: Option<FlowField>,
+    /// Scratch: per cell of the tile being built, its best step out (direction, total).
+    exits: Vec<(u8, u64)>,
 }
 
 impl FlowTiles {
@@ -68,6 +72,8 @@ impl FlowTiles {
             tiles: Vec::new(),
             fields: SectorFields::default(),
             seeds: Vec::new(),
+            inner_flow: None,
+            exits: Vec::new(),
         })
     }
 
@@ -390,60 +396,114 @@ impl FlowTiles {
         let outside = |x: u32, y: u32| {
             x < rect.x0 || y < rect.y0 || x >= rect.x0 + rect.w || y >= rect.y0 + rect.h
         };
-        for i in 0..rect.w * rect.h {
-            let (lx, ly) = (i % rect.w, i / rect.w);
-            if lx != 0 && ly != 0 && lx + 1 != rect.w && ly + 1 != rect.h {
-                continue;
-            }
+        // Each rim cell's best step out into a built tile: a seed, and the outside half of its
+        // arrow below.
+        let mut exits = std::mem::take(&mut self.exits);
+        exits.clear();
+        exits.resize((rect.w * rect.h) as usize, (FLOW_UNREACHABLE, u64::MAX));
+        let mut seeds = std::mem::take(&mut self.seeds);
+        let around = self.around(rect);
+        for (lx, ly) in rim_cells(rect) {
+            let i = ly * rect.w + lx;
             let (x, y) = (rect.x0 + lx, rect.y0 + ly);
-            if let Some((_, value)) = self.best_exit(graph, costs, w, h, x, y, &outside) {
-                self.seeds.push((i, value));
+            if let Some((dir, value)) = Self::best_exit(model, costs, (w, h), rect, &around, x, y) {
+                seeds.push((i, value));
+                exits[i as usize] = (dir.index() as u8, value);
             }
         }
+        self.seeds = seeds;
         let dist = self
             .fields
             .costs_to(costs, w, model, rect, &self.seeds)
             .to_vec();
         let base = model.base_costs();
-        let mut flow = vec![FLOW_UNREACHABLE; dist.len()];
-        for (i, f) in flow.iter_mut().enumerate() {
-            let (x, y) = (rect.x0 + i as u32 % rect.w, rect.y0 + i as u32 / rect.w);
+        let grid = Grid::new(rect.w, rect.h).expect("a sector is a valid grid");
+        let mut inner = match self.inner_flow.take() {
+            Some(f) if *f.grid() == grid => f,
+            _ => FlowField::new(grid),
+        };
+        let have_inner = self.fields.flow_into(&mut inner);
+        // The arrow of one cell: the legal step whose cost plus the cost-to-goal beyond is
+        // least (the first in direction order on a tie), inside the tile or into a built
+        // neighbour.
+        let arrow = |lx: u32, ly: u32| -> u8 {
+            let (x, y) = (rect.x0 + lx, rect.y0 + ly);
             let here = costs[(y * w + x) as usize];
             if here == WALL {
-                *f = FLOW_WALL;
-                continue;
+                return FLOW_WALL;
             }
-            if dist[i] == u64::MAX {
-                continue;
+            if dist[(ly * rect.w + lx) as usize] == u64::MAX {
+                return FLOW_UNREACHABLE;
             }
             if sector == self.goal_sector && UVec2::new(x, y) == self.goal {
-                *f = FLOW_GOAL;
-                continue;
+                return FLOW_GOAL;
             }
-            // The arrow: the legal step whose cost plus the cost-to-goal beyond is least (the
-            // first in direction order on a tie), inside the tile or into a built neighbour.
-            let mut best = (u64::MAX, FLOW_UNREACHABLE);
+            // The best step out (found with the seeds), then those inside; on a tie the lower
+            // direction.
+            let (out_dir, out_total) = exits[(ly * rect.w + lx) as usize];
+            let mut best = (out_total, out_dir);
             for dir in Dir8::ALL {
-                if !step_is_legal(costs, w, h, x, y, dir) {
-                    continue;
-                }
                 let (dx, dy) = dir.offset();
                 let (nx, ny) = (x.wrapping_add_signed(dx), y.wrapping_add_signed(dy));
-                let beyond = if outside(nx, ny) {
-                    self.cost_to_goal(UVec2::new(nx, ny)).unwrap_or(u64::MAX)
-                } else {
-                    dist[rect.local(nx, ny) as usize]
-                };
+                if outside(nx, ny) {
+                    continue;
+                }
+                // Inside the tile: the target and the cells a diagonal passes between are on
+                // the map.
+                let open = |x: u32, y: u32| costs[(y * w + x) as usize] != WALL;
+                if !open(nx, ny) || (dir.is_diagonal() && !(open(nx, y) && open(x, ny))) {
+                    continue;
+                }
+                let beyond = dist[rect.local(nx, ny) as usize];
                 if beyond == u64::MAX {
                     continue;
                 }
                 let total = beyond + base[dir.index()] as u64 * here as u64;
-                if total < best.0 {
-                    best = (total, dir.index() as u8);
+                let d = dir.index() as u8;
+                if total < best.0 || (total == best.0 && d < best.1) {
+                    best = (total, d);
                 }
             }
-            *f = best.1;
-        }
+            best.1
+        };
+        // Inside the rim every neighbour is in the tile, and the library's flow kernel over
+        // the same values gives the same arrows (same rule, same ties); the rim, whose steps
+        // may lead into the tiles beside, is done cell by cell.
+        let flow: Vec<u8> = if have_inner {
+            // On the rim the kernel saw only the steps inside (its best, or a sink where none
+            // beats the cell's value, which then came from a step out): the better of that and
+            // the best step out, the lower direction on a tie.
+            let mut flow = inner.cells.clone();
+            for (lx, ly) in rim_cells(rect) {
+                let i = (ly * rect.w + lx) as usize;
+                let (out_dir, out_total) = exits[i];
+                let (x, y) = (rect.x0 + lx, rect.y0 + ly);
+                flow[i] = match inner.cells[i] {
+                    d if d < 8 => {
+                        let (dx, dy) = Dir8::ALL[d as usize].offset();
+                        let (nx, ny) = (x.wrapping_add_signed(dx), y.wrapping_add_signed(dy));
+                        let here = costs[(y * w + x) as usize] as u64;
+                        let inside =
+                            dist[rect.local(nx, ny) as usize] + base[d as usize] as u64 * here;
+                        if inside < out_total || (inside == out_total && d < out_dir) {
+                            d
+                        } else {
+                            out_dir
+                        }
+                    }
+                    FLOW_GOAL => arrow(lx, ly), // the goal, or a cell whose value came from outside
+                    other => other,
+                };
+            }
+            flow
+        } else {
+            (0..rect.h)
+                .flat_map(|ly| (0..rect.w).map(move |lx| (lx, ly)))
+                .map(|(lx, ly)| arrow(lx, ly))
+                .collect()
+        };
+        self.inner_flow = Some(inner);
+        self.exits = exits;
         let tile = Tile {
             rect,
             cost: dist,
@@ -458,43 +518,86 @@ impl FlowTiles {
         }
     }
 
-    /// The cheapest legal step from map cell (x, y) into a built tile outside `outside`'s
-    /// rectangle, and its cost plus the cost-to-goal there.
-    #[allow(clippy::too_many_arguments)]
+    /// The tiles of the 3 x 3 sectors around `rect`'s (its own in the middle), by
+    /// `(row + 1) * 3 + column + 1` for the row and column offsets -1, 0 and 1.
+    fn around(&self, rect: Rect) -> [Option<&Tile>; 9] {
+        let (sx, sy) = ((rect.x0 / self.side) as i64, (rect.y0 / self.side) as i64);
+        let sectors_y = self.height.div_ceil(self.side) as i64;
+        std::array::from_fn(|k| {
+            let (tx, ty) = (sx + k as i64 % 3 - 1, sy + k as i64 / 3 - 1);
+            if tx < 0 || ty < 0 || tx >= self.sectors_x as i64 || ty >= sectors_y {
+                return None;
+            }
+            let sector = ty as usize * self.sectors_x as usize + tx as usize;
+            self.tiles.get(self.slot[sector] as usize)
+        })
+    }
+
+    /// The cheapest legal step from map cell (x, y) of `rect`'s rim into a built tile beside
+    /// it (`around`, from [`FlowTiles::around`]), and its cost plus the cost-to-goal there.
     fn best_exit(
-        &self,
-        graph: &SectorGraph,
+        model: crate::cost::CostModel,
         costs: &[u8],
-        w: u32,
-        h: u32,
+        (w, h): (u32, u32),
+        rect: Rect,
+        around: &[Option<&Tile>; 9],
         x: u32,
         y: u32,
-        outside: &impl Fn(u32, u32) -> bool,
     ) -> Option<(Dir8, u64)> {
         let here = costs[(y * w + x) as usize];
         if here == WALL {
             return None;
         }
+        let side = |v: u32, lo: u32, len: u32| {
+            if v < lo {
+                0
+            } else if v >= lo + len {
+                2
+            } else {
+                1
+            }
+        };
         let mut best: Option<(Dir8, u64)> = None;
         for dir in Dir8::ALL {
-            if !step_is_legal(costs, w, h, x, y, dir) {
-                continue;
-            }
             let (dx, dy) = dir.offset();
             let (nx, ny) = (x.wrapping_add_signed(dx), y.wrapping_add_signed(dy));
-            if !outside(nx, ny) {
-                continue;
+            if nx >= w || ny >= h {
+                continue; // off the map (a step west of 0 wraps to a huge column)
             }
-            let Some(beyond) = self.cost_to_goal(UVec2::new(nx, ny)) else {
+            let k = side(ny, rect.y0, rect.h) * 3 + side(nx, rect.x0, rect.w);
+            // The middle is this tile; a missing neighbour is off the map or not built.
+            let Some(tile) = around[k as usize].filter(|_| k != 4) else {
                 continue;
             };
-            let total = beyond + graph.model.step(dir, here) as u64;
+            // (nx, ny) is on the map, so are the two cells a diagonal passes between.
+            let open = |x: u32, y: u32| costs[(y * w + x) as usize] != WALL;
+            if !open(nx, ny) || (dir.is_diagonal() && !(open(nx, y) && open(x, ny))) {
+                continue;
+            }
+            let beyond = tile.cost[tile.rect.local(nx, ny) as usize];
+            if beyond == u64::MAX {
+                continue;
+            }
+            let total = beyond + model.step(dir, here) as u64;
             if best.is_none_or(|(_, b)| total < b) {
                 best = Some((dir, total));
             }
         }
         best
     }
+}
+
+/// The cells on a rectangle's rim, as local (x, y): the first and last rows whole, the first
+/// and last cells of the rows between.
+fn rim_cells(rect: Rect) -> impl Iterator<Item = (u32, u32)> {
+    (0..rect.h).flat_map(move |ly| {
+        let step = if ly == 0 || ly + 1 == rect.h {
+            1
+        } else {
+            (rect.w - 1).max(1)
+        };
+        (0..rect.w).step_by(step as usize).map(move |lx| (lx, ly))
+    })
 }
 
 /// Whether a unit may step from map cell (x, y) in `dir`: both cells on the map and walkable,
