@@ -531,6 +531,101 @@ fn a_crowd_group_follows_the_tiles_to_the_goal() {
 }
 
 #[test]
+fn units_without_a_tile_head_for_the_next_portal_and_arrive_as_tiles_come() {
+    // The map of the test above; the tiles are built one a tick, and only after 2 s.
+    let mut cost = CostField::new(Grid::new(96, 96).unwrap());
+    cost.fill_rect(UVec2::new(48, 0), UVec2::new(49, 80), horde::WALL)
+        .unwrap();
+    for k in 0..12u32 {
+        let at = UVec2::new((k * 37) % 90 + 2, (k * 53) % 90 + 2);
+        if at.x.abs_diff(48) > 4 {
+            cost.fill_rect(at, at + UVec2::splat(3), horde::WALL)
+                .unwrap();
+        }
+    }
+    let model = CostModel::TenFourteen;
+    let graph = SectorGraph::build(&cost, 16, model).unwrap();
+    let (start, goal) = (UVec2::new(8, 8), UVec2::new(88, 10));
+    let route = RouteSearch::new()
+        .route(&graph, &cost, start, goal)
+        .unwrap()
+        .unwrap();
+    let mut tiles = FlowTiles::new(&graph, &cost, goal).unwrap();
+    tiles.extend_some(&graph, &cost, &route, 1).unwrap();
+    let mut flow = horde::FlowField::new(*cost.grid());
+    tiles.write_route_flow(&cost, &route, &mut flow).unwrap();
+    // The next portal from the start's sector: the first waypoint outside it.
+    let start_sector = graph.sector_of(start).unwrap();
+    let portal = *route
+        .waypoints
+        .iter()
+        .find(|&&c| graph.sector_of(c) != Some(start_sector))
+        .unwrap();
+    assert!(tiles.flow_byte(start).is_none());
+
+    use horde::crowd::{AgentParams, AgentState, Crowd, CrowdConfig, Group};
+    let mut crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+    for y in 4..14u32 {
+        for x in 4..14u32 {
+            let cell = UVec2::new(x, y);
+            if crowd.len() < 40 && cost.is_walkable(cell) {
+                let params = AgentParams {
+                    position: cell.as_vec2() + 0.5,
+                    radius: 0.35,
+                    max_speed: 4.0,
+                    group: 0,
+                };
+                crowd.add_agent(&cost, params).unwrap();
+            }
+        }
+    }
+    let to_portal = |crowd: &Crowd| {
+        let target = portal.as_vec2() + 0.5;
+        crowd
+            .positions()
+            .iter()
+            .map(|p| p.distance(target))
+            .sum::<f32>()
+            / crowd.len() as f32
+    };
+    let before = to_portal(&crowd);
+    let mut complete = false;
+    for tick in 0..2400 {
+        if tick >= 40 && !complete {
+            complete = tiles.extend_some(&graph, &cost, &route, 1).unwrap().1;
+            tiles.write_route_flow(&cost, &route, &mut flow).unwrap();
+        }
+        let groups = [Group {
+            flow: &flow,
+            goal: cost.grid().cell_center(goal),
+        }];
+        crowd.step(0.05, &cost, &groups).unwrap();
+        if tick == 39 {
+            // Two seconds on the steering arrows alone: the crowd has closed on the portal.
+            let after = to_portal(&crowd);
+            assert!(after < before - 3.0, "{before:.1} -> {after:.1}");
+        }
+    }
+    assert!(complete);
+    let arrived = crowd
+        .states()
+        .iter()
+        .filter(|&&s| s == AgentState::Arrived)
+        .count();
+    assert_eq!(arrived, 40);
+    let pile = crowd.pile_radius(0).unwrap();
+    // Arrived as a place: near the goal, by the pile the crowd measures (the wall block at
+    // 81-84 x 13-16 beside the goal bends the pile, so a cell of slack more than above).
+    for p in crowd.positions() {
+        let d = p.distance(cost.grid().cell_center(goal));
+        assert!(
+            d <= pile + 2.0,
+            "{p} is {d:.2} from the goal, pile {pile:.2}"
+        );
+    }
+}
+
+#[test]
 fn the_tile_cache_shares_evicts_and_follows_edits() {
     use horde::sectors::TileCache;
     use horde::{CostEdit, SizeClass, WALL};

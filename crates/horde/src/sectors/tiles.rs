@@ -322,6 +322,99 @@ impl FlowTiles {
         Ok(written)
     }
 
+    /// [`FlowTiles::write_flow`] for a route whose tiles may not all be built yet (see
+    /// [`FlowTiles::extend_some`]): over every sector of `route` without a tile, each walkable
+    /// cell first gets the legal step that points most nearly at the route's next portal (the
+    /// cell where the route enters the following sector), so units there head on at once; then
+    /// the tiles and the band around them are written over that, as `write_flow` does. Call it
+    /// again as more tiles are built. Returns the number of cells written (a cell written twice
+    /// counts twice). O(cells of the route's
+    /// sectors and of the band).
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::sectors::{FlowTiles, RouteSearch, SectorGraph};
+    /// use horde::FlowField;
+    /// let map = horde::maps::demo_map();
+    /// let graph = SectorGraph::build(&map, 16, horde::CostModel::TenFourteen).unwrap();
+    /// let (start, goal) = (UVec2::new(2, 2), UVec2::new(125, 125));
+    /// let route = RouteSearch::new().route(&graph, &map, start, goal).unwrap().unwrap();
+    /// let mut tiles = FlowTiles::new(&graph, &map, goal).unwrap();
+    /// tiles.extend_some(&graph, &map, &route, 1).unwrap(); // only the goal's tile so far
+    /// let mut flow = FlowField::new(*map.grid());
+    /// tiles.write_route_flow(&map, &route, &mut flow).unwrap();
+    /// // The start's sector has no tile, yet its cells have a way to go.
+    /// assert!(tiles.flow_byte(start).is_none());
+    /// assert!(flow.dir(start).is_some());
+    /// ```
+    pub fn write_route_flow(
+        &self,
+        cost: &CostField,
+        route: &Route,
+        flow: &mut FlowField,
+    ) -> Result<usize, SectorError> {
+        SizeMismatch::check(
+            "flow field",
+            SizeMismatch::of(flow.grid()),
+            "tiles' map",
+            (self.width, self.height),
+        )?;
+        SizeMismatch::check(
+            "cost field",
+            SizeMismatch::of(cost.grid()),
+            "tiles' map",
+            (self.width, self.height),
+        )?;
+        if route.waypoints.last() != Some(&self.goal) {
+            let end = route.waypoints.last().copied().unwrap_or(UVec2::MAX);
+            return Err(SectorError::OtherGoal {
+                route: (end.x, end.y),
+                tiles: (self.goal.x, self.goal.y),
+            });
+        }
+        let (w, h) = (self.width, self.height);
+        let costs = cost.costs();
+        let sector_of = |c: UVec2| (c.y / self.side) * self.sectors_x + c.x / self.side;
+        let mut written = 0;
+        let mut k = 0;
+        while k < route.waypoints.len() {
+            // The run of waypoints in one sector, and the first one after it.
+            let sector = sector_of(route.waypoints[k]);
+            let mut end = k;
+            while end < route.waypoints.len() && sector_of(route.waypoints[end]) == sector {
+                end += 1;
+            }
+            let target = route.waypoints[end.min(route.waypoints.len() - 1)].as_vec2();
+            k = end;
+            if self.slot[sector as usize] != u32::MAX {
+                continue;
+            }
+            let (sx, sy) = (sector % self.sectors_x, sector / self.sectors_x);
+            let (x0, y0) = (sx * self.side, sy * self.side);
+            for y in y0..(y0 + self.side).min(h) {
+                for x in x0..(x0 + self.side).min(w) {
+                    let toward = (target - UVec2::new(x, y).as_vec2()).normalize_or_zero();
+                    let mut best = (f32::NEG_INFINITY, FLOW_UNREACHABLE);
+                    if costs[(y * w + x) as usize] == WALL {
+                        best.1 = FLOW_WALL;
+                    } else {
+                        for dir in Dir8::ALL {
+                            if step_is_legal(costs, w, h, x, y, dir) {
+                                let aim = dir.vec2().normalize().dot(toward);
+                                if aim > best.0 {
+                                    best = (aim, dir.index() as u8);
+                                }
+                            }
+                        }
+                    }
+                    flow.cells[(y * w + x) as usize] = best.1;
+                    written += 1;
+                }
+            }
+        }
+        Ok(written + self.write_flow(cost, flow)?)
+    }
+
     /// The raw cost to the goal from `cell` through the tiles, if its tile is built and leads
     /// there. O(1).
     pub fn cost_to_goal(&self, cell: UVec2) -> Option<u64> {
