@@ -483,17 +483,23 @@ impl SectorGraph {
             rest = tail;
             at = s + 1;
         }
-        let work = |(s, chunk): (u32, &mut [u16])| {
-            let mut fields = SectorFields::default();
-            (s, shape.build_part(costs, s, chunk, &mut fields))
+        // One field builder per thread, reused from sector to sector (its scratch grows once).
+        let work = |fields: &mut SectorFields, (s, chunk): (u32, &mut [u16])| {
+            (s, shape.build_part(costs, s, chunk, fields))
         };
         #[cfg(feature = "parallel")]
         let built: Vec<(u32, Part)> = {
             use rayon::prelude::*;
-            chunks.into_par_iter().map(work).collect()
+            chunks
+                .into_par_iter()
+                .map_init(SectorFields::default, work)
+                .collect()
         };
         #[cfg(not(feature = "parallel"))]
-        let built: Vec<(u32, Part)> = chunks.into_iter().map(work).collect();
+        let built: Vec<(u32, Part)> = {
+            let mut fields = SectorFields::default();
+            chunks.into_iter().map(|c| work(&mut fields, c)).collect()
+        };
         let mut old = Vec::with_capacity(built.len());
         for (s, part) in built {
             self.uniform[s as usize] = is_uniform(costs, shape.w, shape.rect(s));
