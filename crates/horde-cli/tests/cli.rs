@@ -1283,6 +1283,12 @@ fn bench_huge_json_has_the_agreed_keys() {
     let bytes = v["bytes_per_cell"].as_f64().unwrap();
     assert!((2.0..8.0).contains(&bytes), "{v}");
     assert!(v["tile_excess"].as_f64().unwrap() < 0.1, "{v}");
+    // Corner to corner with a landmark at the goal's corner, the search walks little more than
+    // the route, and expands fewer nodes than the maze's search.
+    let open = v["route_open_expanded"].as_u64().unwrap();
+    assert!(open > 0 && open * 8 < v["nodes"].as_u64().unwrap(), "{v}");
+    assert!(open < v["route_maze_expanded"].as_u64().unwrap(), "{v}");
+    assert!(v["route_open_octile_ms"].as_f64().unwrap() > 0.0, "{v}");
     // Too small for the maze's walls every 16 columns.
     let (code, _, err) = horde(&["bench", "--huge", "--size", "16x16"]);
     assert_eq!(code, 2);
