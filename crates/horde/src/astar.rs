@@ -414,4 +414,35 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn a_context_reused_on_maps_of_other_sizes_answers_like_a_fresh_one() {
+        // A bigger map after a smaller one (the same width, then the same cell count with another
+        // width): the context's tables must follow the map, not keep the last one's shape.
+        let mut reused = AStar::new();
+        for (w, h) in [(8, 4), (8, 8), (4, 16), (16, 4), (30, 30)] {
+            let mut cost = CostField::new(Grid::new(w, h).unwrap());
+            cost.fill_rect(UVec2::new(1, 1), UVec2::new(w - 2, 1), WALL)
+                .unwrap();
+            let (s, t) = (UVec2::new(0, 0), UVec2::new(w - 1, h - 1));
+            let m = CostModel::TenFourteen;
+            assert_eq!(
+                reused.find_path(&cost, s, t, m).unwrap(),
+                AStar::new().find_path(&cost, s, t, m).unwrap(),
+                "{w}x{h}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_four_connected_heuristic_is_the_manhattan_distance_and_guides_the_search() {
+        // On open ground the Manhattan distance is exact, so a straight query expands only the
+        // cells of its row; a weaker bound would spread over the map.
+        let cost = CostField::new(Grid::new(64, 64).unwrap());
+        let mut search = AStar::new().four_connected(true);
+        let (s, t) = (UVec2::new(0, 20), UVec2::new(63, 20));
+        let raw = search.search(&cost, s, t, CostModel::TenFourteen).unwrap();
+        assert_eq!(raw, Some(630));
+        assert!(search.settled() <= 64, "{} cells settled", search.settled());
+    }
 }
