@@ -188,3 +188,49 @@ fn edits_split_and_join_regions_and_say_so() {
     assert_ne!(g.region(UVec2::new(0, 0)), g.region(UVec2::new(24, 8)));
     assert_eq!(g, SectorGraph::build(&cost, 8, CostModel::Octile).unwrap());
 }
+
+#[test]
+fn tiny_and_degenerate_maps_build_route_and_take_edits() {
+    // One cell, one row, one column, one open cell among walls, and a map with no open cell.
+    let cases: [&[&str]; 5] = [
+        &["."],
+        &["..........................."],
+        &["."; 30],
+        &["@@@@@@@@@@", "@@@@.@@@@@", "@@@@@@@@@@"],
+        &["@@@@", "@@@@"],
+    ];
+    for rows in cases {
+        let mut cost = map(rows);
+        for side in [8, 256] {
+            let mut g = SectorGraph::build(&cost, side, CostModel::Octile).unwrap();
+            let open: Vec<UVec2> = (0..cost.grid().len())
+                .map(|i| cost.grid().cell(i))
+                .filter(|&c| cost.is_walkable(c))
+                .collect();
+            let mut search = RouteSearch::new();
+            if let (Some(&a), Some(&b)) = (open.first(), open.last()) {
+                let route = search.route(&g, &cost, a, b).unwrap().expect("one region");
+                assert_eq!(route.waypoints.first(), Some(&a));
+                let mut tiles = FlowTiles::new(&g, &cost, b).unwrap();
+                tiles.extend(&g, &cost, &route).unwrap();
+                assert!(tiles.cost_to_goal(a).is_some());
+            }
+            assert_eq!(g.region_count() as usize, usize::from(!open.is_empty()));
+            // Wall the first cell and open it again: the graph follows both ways.
+            let first = (UVec2::ZERO, UVec2::ZERO);
+            let before = cost.get(UVec2::ZERO).unwrap();
+            cost.fill_rect(first.0, first.1, WALL).unwrap();
+            g.update(&cost, &[first]).unwrap();
+            assert_eq!(
+                g,
+                SectorGraph::build(&cost, side, CostModel::Octile).unwrap()
+            );
+            cost.fill_rect(first.0, first.1, before).unwrap();
+            g.update(&cost, &[first]).unwrap();
+            assert_eq!(
+                g,
+                SectorGraph::build(&cost, side, CostModel::Octile).unwrap()
+            );
+        }
+    }
+}
