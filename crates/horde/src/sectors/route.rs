@@ -37,7 +37,7 @@ const ACTIVE_LANDMARKS: usize = 3;
 const WEIGHT_ONE: u64 = 16;
 
 /// Reusable scratch for route queries over one or more [`SectorGraph`]s: after the first query
-/// on a graph, nothing allocates. Memory: 24 bytes per graph node, plus 8 bytes per cell of a
+/// on a graph, nothing allocates. Memory: 36 bytes per graph node, plus 8 bytes per cell of a
 /// sector for the searches inside the end sectors.
 #[derive(Debug, Default, Clone)]
 pub struct RouteSearch {
