@@ -156,13 +156,7 @@ impl FlowTiles {
                 tiles: self.side,
             });
         }
-        if route.waypoints.last() != Some(&self.goal) {
-            let end = route.waypoints.last().copied().unwrap_or(UVec2::MAX);
-            return Err(SectorError::OtherGoal {
-                route: (end.x, end.y),
-                tiles: (self.goal.x, self.goal.y),
-            });
-        }
+        self.check_goal(route)?;
         // The goal may have been walled in since.
         graph.check_end(cost, self.goal, "goal")?;
         let mut built = 0;
@@ -255,18 +249,7 @@ impl FlowTiles {
     /// assert_eq!(flow.byte(start), tiles.flow_byte(start));
     /// ```
     pub fn write_flow(&self, cost: &CostField, flow: &mut FlowField) -> Result<usize, SectorError> {
-        SizeMismatch::check(
-            "flow field",
-            SizeMismatch::of(flow.grid()),
-            "tiles' map",
-            (self.width, self.height),
-        )?;
-        SizeMismatch::check(
-            "cost field",
-            SizeMismatch::of(cost.grid()),
-            "tiles' map",
-            (self.width, self.height),
-        )?;
+        self.check_map(cost, flow)?;
         let (w, h) = (self.width, self.height);
         let costs = cost.costs();
         let mut written = 0;
@@ -353,25 +336,8 @@ impl FlowTiles {
         route: &Route,
         flow: &mut FlowField,
     ) -> Result<usize, SectorError> {
-        SizeMismatch::check(
-            "flow field",
-            SizeMismatch::of(flow.grid()),
-            "tiles' map",
-            (self.width, self.height),
-        )?;
-        SizeMismatch::check(
-            "cost field",
-            SizeMismatch::of(cost.grid()),
-            "tiles' map",
-            (self.width, self.height),
-        )?;
-        if route.waypoints.last() != Some(&self.goal) {
-            let end = route.waypoints.last().copied().unwrap_or(UVec2::MAX);
-            return Err(SectorError::OtherGoal {
-                route: (end.x, end.y),
-                tiles: (self.goal.x, self.goal.y),
-            });
-        }
+        self.check_map(cost, flow)?;
+        self.check_goal(route)?;
         let (w, h) = (self.width, self.height);
         let costs = cost.costs();
         let sector_of = |c: UVec2| (c.y / self.side) * self.sectors_x + c.x / self.side;
@@ -460,6 +426,31 @@ impl FlowTiles {
                 .iter()
                 .map(|t| t.cost.len() * 8 + t.flow.len())
                 .sum::<usize>()
+    }
+
+    /// Refuse a cost or flow field of another size than the tiles' map.
+    fn check_map(&self, cost: &CostField, flow: &FlowField) -> Result<(), SectorError> {
+        for (what, grid) in [("flow field", flow.grid()), ("cost field", cost.grid())] {
+            SizeMismatch::check(
+                what,
+                SizeMismatch::of(grid),
+                "tiles' map",
+                (self.width, self.height),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Refuse a route that does not end at the tiles' goal.
+    fn check_goal(&self, route: &Route) -> Result<(), SectorError> {
+        if route.waypoints.last() == Some(&self.goal) {
+            return Ok(());
+        }
+        let end = route.waypoints.last().copied().unwrap_or(UVec2::MAX);
+        Err(SectorError::OtherGoal {
+            route: (end.x, end.y),
+            tiles: (self.goal.x, self.goal.y),
+        })
     }
 
     fn tile_of(&self, cell: UVec2) -> Option<(&Tile, usize)> {
