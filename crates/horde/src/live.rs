@@ -826,18 +826,13 @@ impl FieldCache {
             field,
             last_used: self.clock,
         });
-        while self.memory_bytes() > self.budget_bytes && self.entries.len() > 1 {
-            let oldest = self
-                .entries
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| e.key != key)
-                .min_by_key(|(_, e)| e.last_used)
-                .map(|(i, _)| i)
-                .expect("more than one entry");
-            self.entries.swap_remove(oldest);
-            self.stats.evictions += 1;
-        }
+        self.stats.evictions += evict_least_recent(
+            &mut self.entries,
+            self.budget_bytes,
+            |e| e.key == key,
+            |e| e.last_used,
+            |e| e.field.memory_bytes(),
+        );
         Ok(key)
     }
 
@@ -911,4 +906,31 @@ impl LiveField {
     pub fn grid(&self) -> &Grid {
         self.integration.grid()
     }
+}
+
+/// Evict the least recently used entries, never one that `kept` marks, while their bytes add
+/// up to more than `budget` and more than one is left; returns how many went. The caches of
+/// fields and of tiles share it. O(entries) per eviction.
+pub(crate) fn evict_least_recent<E>(
+    entries: &mut Vec<E>,
+    budget: usize,
+    kept: impl Fn(&E) -> bool,
+    last_used: impl Fn(&E) -> u64,
+    bytes: impl Fn(&E) -> usize,
+) -> u64 {
+    let mut evicted = 0;
+    while entries.len() > 1 && entries.iter().map(&bytes).sum::<usize>() > budget {
+        let Some(oldest) = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| !kept(e))
+            .min_by_key(|(_, e)| last_used(e))
+            .map(|(i, _)| i)
+        else {
+            break;
+        };
+        entries.swap_remove(oldest);
+        evicted += 1;
+    }
+    evicted
 }

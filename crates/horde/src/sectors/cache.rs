@@ -182,18 +182,13 @@ impl TileCache {
         let entry = &mut self.entries[at];
         entry.last_used = self.clock;
         entry.tiles.extend(&c.graph, cost, &route)?;
-        while self.memory_bytes() > self.budget_bytes && self.entries.len() > 1 {
-            let oldest = self
-                .entries
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| e.key != key)
-                .min_by_key(|(_, e)| e.last_used)
-                .map(|(i, _)| i)
-                .expect("more than one entry");
-            self.entries.swap_remove(oldest);
-            self.stats.evictions += 1;
-        }
+        self.stats.evictions += crate::live::evict_least_recent(
+            &mut self.entries,
+            self.budget_bytes,
+            |e| e.key == key,
+            |e| e.last_used,
+            |e| e.tiles.memory_bytes(),
+        );
         Ok(Some(key))
     }
 
