@@ -435,6 +435,65 @@ mod tests {
     }
 
     #[test]
+    fn four_connected_searches_cost_what_a_plain_four_way_dijkstra_says() {
+        // Walls in a fixed scatter; costs from every 7th open cell to a few goals, against a
+        // Dijkstra written here over the four straight steps (terrain of the cell stepped from).
+        let (w, h) = (24u32, 18u32);
+        let mut cost = CostField::new(Grid::new(w, h).unwrap());
+        for k in 0..60u32 {
+            let c = UVec2::new((k * 7 + k / 5) % w, (k * 11 + 3) % h);
+            cost.set(c, if k % 4 == 0 { 5 } else { WALL }).unwrap();
+        }
+        let dijkstra = |goal: UVec2| {
+            let mut dist = vec![u32::MAX; (w * h) as usize];
+            let mut heap = std::collections::BinaryHeap::new();
+            dist[(goal.y * w + goal.x) as usize] = 0;
+            heap.push(std::cmp::Reverse((0u32, goal.x, goal.y)));
+            while let Some(std::cmp::Reverse((d, x, y))) = heap.pop() {
+                if d > dist[(y * w + x) as usize] {
+                    continue;
+                }
+                // A unit steps from (nx, ny) into (x, y), paying (nx, ny)'s terrain.
+                for (dx, dy) in [(0i32, -1i32), (1, 0), (0, 1), (-1, 0)] {
+                    let (nx, ny) = (x as i32 + dx, y as i32 + dy);
+                    if nx < 0 || ny < 0 || nx >= w as i32 || ny >= h as i32 {
+                        continue;
+                    }
+                    let t = cost.get(UVec2::new(nx as u32, ny as u32)).unwrap();
+                    let nd = d + 10 * t as u32;
+                    let i = (ny as u32 * w + nx as u32) as usize;
+                    if t != WALL && nd < dist[i] {
+                        dist[i] = nd;
+                        heap.push(std::cmp::Reverse((nd, nx as u32, ny as u32)));
+                    }
+                }
+            }
+            dist
+        };
+        let mut search = AStar::new().four_connected(true);
+        let mut compared = 0;
+        for goal in [UVec2::new(0, 0), UVec2::new(23, 17), UVec2::new(12, 9)] {
+            if !cost.is_walkable(goal) {
+                continue;
+            }
+            let want = dijkstra(goal);
+            for i in (0..w * h).step_by(7) {
+                let start = UVec2::new(i % w, i / w);
+                if !cost.is_walkable(start) {
+                    continue;
+                }
+                let got = search
+                    .search(&cost, start, goal, CostModel::TenFourteen)
+                    .unwrap();
+                let expected = Some(want[i as usize]).filter(|&d| d != u32::MAX);
+                assert_eq!(got, expected, "{start} -> {goal}");
+                compared += 1;
+            }
+        }
+        assert!(compared > 100, "{compared}");
+    }
+
+    #[test]
     fn the_four_connected_heuristic_is_the_manhattan_distance_and_guides_the_search() {
         // On open ground the Manhattan distance is exact, so a straight query expands only the
         // cells of its row; a weaker bound would spread over the map.
