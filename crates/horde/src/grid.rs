@@ -396,6 +396,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn directions_number_from_0_to_7_and_nothing_else_is_one() {
+        // The numbers are the flow bytes' meaning: each direction's own, in ALL's order.
+        for (i, dir) in Dir8::ALL.iter().enumerate() {
+            assert_eq!(dir.index(), i);
+            assert_eq!(Dir8::from_index(i as u8), Some(*dir));
+        }
+        for i in 8..=u8::MAX {
+            assert_eq!(Dir8::from_index(i), None, "{i}");
+        }
+    }
+
+    #[test]
     fn every_layer_pair_reports_a_size_mismatch_the_same_way() {
         use crate::{CostField, CostModel, FlowError, FlowField, IntegrationBuilder};
         let small = CostField::new(Grid::new(2, 3).unwrap());
