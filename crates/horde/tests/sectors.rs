@@ -447,9 +447,9 @@ fn costs_beyond_32_bits_inside_a_sector_are_kept_exact() {
     );
 }
 
-#[test]
-fn a_crowd_group_follows_the_tiles_to_the_goal() {
-    // 96 x 96 of sectors of 16, with walls: a long wall with a door, and scattered blocks.
+/// 96 x 96 for sectors of 16, with walls: a long wall with a door at its south end, and
+/// scattered blocks (one of them, 81-84 x 13-16, beside the crowd tests' goal).
+fn wall_with_a_door_map() -> CostField {
     let mut cost = CostField::new(Grid::new(96, 96).unwrap());
     cost.fill_rect(UVec2::new(48, 0), UVec2::new(49, 80), horde::WALL)
         .unwrap();
@@ -460,6 +460,13 @@ fn a_crowd_group_follows_the_tiles_to_the_goal() {
                 .unwrap();
         }
     }
+    cost
+}
+
+#[test]
+fn a_crowd_group_follows_the_tiles_to_the_goal() {
+    // 96 x 96 of sectors of 16, with walls: a long wall with a door, and scattered blocks.
+    let cost = wall_with_a_door_map();
     let model = CostModel::TenFourteen;
     let graph = SectorGraph::build(&cost, 16, model).unwrap();
     let (start, goal) = (UVec2::new(8, 8), UVec2::new(88, 10));
@@ -533,16 +540,7 @@ fn a_crowd_group_follows_the_tiles_to_the_goal() {
 #[test]
 fn units_without_a_tile_head_for_the_next_portal_and_arrive_as_tiles_come() {
     // The map of the test above; the tiles are built one a tick, and only after 2 s.
-    let mut cost = CostField::new(Grid::new(96, 96).unwrap());
-    cost.fill_rect(UVec2::new(48, 0), UVec2::new(49, 80), horde::WALL)
-        .unwrap();
-    for k in 0..12u32 {
-        let at = UVec2::new((k * 37) % 90 + 2, (k * 53) % 90 + 2);
-        if at.x.abs_diff(48) > 4 {
-            cost.fill_rect(at, at + UVec2::splat(3), horde::WALL)
-                .unwrap();
-        }
-    }
+    let cost = wall_with_a_door_map();
     let model = CostModel::TenFourteen;
     let graph = SectorGraph::build(&cost, 16, model).unwrap();
     let (start, goal) = (UVec2::new(8, 8), UVec2::new(88, 10));

@@ -395,12 +395,7 @@ impl SectorGraph {
         cost: &CostField,
         changed: &[(UVec2, UVec2)],
     ) -> Result<SectorUpdate, SectorError> {
-        SizeMismatch::check(
-            "cost field",
-            SizeMismatch::of(cost.grid()),
-            "sector graph",
-            SizeMismatch::of(&self.grid),
-        )?;
+        self.check_cost(cost)?;
         let (w, h) = (self.grid.width(), self.grid.height());
         let mut sectors = Vec::new();
         for &(a, b) in changed {
@@ -452,12 +447,7 @@ impl SectorGraph {
     /// assert_eq!(graph.landmarks_in_use(), 8);
     /// ```
     pub fn refresh_landmarks(&mut self, cost: &CostField) -> Result<(), SectorError> {
-        SizeMismatch::check(
-            "cost field",
-            SizeMismatch::of(cost.grid()),
-            "sector graph",
-            SizeMismatch::of(&self.grid),
-        )?;
+        self.check_cost(cost)?;
         self.landmarks = Landmarks::compute(self, cost.costs());
         Ok(())
     }
@@ -843,6 +833,17 @@ impl SectorGraph {
             let step = self.model.step(Dir8::N, costs[cell as usize]) as u64;
             f(self.node_base[t] + m as u32, t as u32, step);
         }
+    }
+
+    /// Refuse a cost field of another size than the one the graph was built from.
+    fn check_cost(&self, cost: &CostField) -> Result<(), SectorError> {
+        SizeMismatch::check(
+            "cost field",
+            SizeMismatch::of(cost.grid()),
+            "sector graph",
+            SizeMismatch::of(&self.grid),
+        )?;
+        Ok(())
     }
 
     /// The sector holding the cell at map index `cell`.

@@ -10,7 +10,6 @@ use super::landmarks::{LANDMARKS, UNKNOWN};
 use super::local::{Direction, LocalSearch, SectorFields};
 use super::{SectorError, SectorGraph};
 use crate::cost::CostField;
-use crate::grid::SizeMismatch;
 
 /// A route found by [`RouteSearch::route`]: the cells where it enters and leaves sectors, and
 /// its cost.
@@ -173,12 +172,7 @@ impl RouteSearch {
         goal: UVec2,
         out: &mut Route,
     ) -> Result<bool, SectorError> {
-        SizeMismatch::check(
-            "cost field",
-            SizeMismatch::of(cost.grid()),
-            "sector graph",
-            SizeMismatch::of(&graph.grid),
-        )?;
+        graph.check_cost(cost)?;
         graph.check_end(cost, start, "start")?;
         graph.check_end(cost, goal, "goal")?;
         let (Some(start_component), Some(goal_component)) =

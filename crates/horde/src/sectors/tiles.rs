@@ -53,12 +53,7 @@ impl FlowTiles {
         cost: &CostField,
         goal: UVec2,
     ) -> Result<FlowTiles, SectorError> {
-        SizeMismatch::check(
-            "cost field",
-            SizeMismatch::of(cost.grid()),
-            "sector graph",
-            SizeMismatch::of(&graph.grid),
-        )?;
+        graph.check_cost(cost)?;
         graph.check_end(cost, goal, "goal")?;
         let (sx, sy) = graph.sectors();
         Ok(FlowTiles {
@@ -144,12 +139,7 @@ impl FlowTiles {
         route: &Route,
         max_tiles: usize,
     ) -> Result<(usize, bool), SectorError> {
-        SizeMismatch::check(
-            "cost field",
-            SizeMismatch::of(cost.grid()),
-            "sector graph",
-            SizeMismatch::of(&graph.grid),
-        )?;
+        graph.check_cost(cost)?;
         if graph.side != self.side {
             return Err(SectorError::OtherSide {
                 graph: graph.side,
