@@ -465,7 +465,6 @@ fn wall_with_a_door_map() -> CostField {
 
 #[test]
 fn a_crowd_group_follows_the_tiles_to_the_goal() {
-    // 96 x 96 of sectors of 16, with walls: a long wall with a door, and scattered blocks.
     let cost = wall_with_a_door_map();
     let model = CostModel::TenFourteen;
     let graph = SectorGraph::build(&cost, 16, model).unwrap();
@@ -539,7 +538,7 @@ fn a_crowd_group_follows_the_tiles_to_the_goal() {
 
 #[test]
 fn units_without_a_tile_head_for_the_next_portal_and_arrive_as_tiles_come() {
-    // The map of the test above; the tiles are built one a tick, and only after 2 s.
+    // The tiles are built one a tick, and only after 2 s.
     let cost = wall_with_a_door_map();
     let model = CostModel::TenFourteen;
     let graph = SectorGraph::build(&cost, 16, model).unwrap();
