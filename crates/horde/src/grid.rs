@@ -551,6 +551,8 @@ mod tests {
             .unwrap()
             .with_world(Vec2::new(10.0, -3.0), 2.0)
             .unwrap();
+        assert_eq!(g.cell_size(), 2.0);
+        assert_eq!(g.origin(), Vec2::new(10.0, -3.0));
         for y in 0..5 {
             for x in 0..7 {
                 let c = UVec2::new(x, y);

@@ -79,8 +79,8 @@ pub use integration::{
 };
 pub use io::MapError;
 pub use live::{
-    CacheEditReport, CacheStats, FieldCache, FieldKey, FieldRepairer, LiveError, LiveField,
-    RepairStats, SizeClass,
+    CacheEditReport, CacheStats, FieldCache, FieldKey, FieldRepairer, FieldRequest, LiveError,
+    LiveField, RepairStats, SizeClass,
 };
 
 /// The README's examples, compiled and run as doc tests.

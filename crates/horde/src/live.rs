@@ -35,7 +35,9 @@ use thiserror::Error;
 use crate::cost::{CostEdit, CostError, CostField, CostModel, WALL};
 use crate::flow::{FLOW_UNREACHABLE, FLOW_WALL, FlowField, flow_byte};
 use crate::grid::{Dir8, Grid, GridError, SizeMismatch};
-use crate::integration::{IntegrationBuilder, IntegrationError, IntegrationField, UNREACHABLE};
+use crate::integration::{
+    BuildProgress, IntegrationBuilder, IntegrationError, IntegrationField, UNREACHABLE,
+};
 
 /// Why a repair or a cache request failed.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -715,6 +717,22 @@ pub struct FieldCache {
     clock: u64,
     stats: CacheStats,
     repairer: FieldRepairer,
+    /// The field [`FieldCache::request_within`] is building in the repairer's builder, if any.
+    pending: Option<FieldKey>,
+    /// Work the pending build had done when its last slice ended.
+    pending_settled: usize,
+}
+
+/// What [`FieldCache::request_within`] answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldRequest {
+    /// The field is cached: read it with [`FieldCache::flow`].
+    Ready(FieldKey),
+    /// The build has begun but the budget ran out; ask again (next frame) to go on.
+    Building {
+        /// Work done so far, as [`BuildProgress::Running`] counts it.
+        settled: usize,
+    },
 }
 
 /// Counters of a [`FieldCache`].
@@ -741,6 +759,8 @@ impl FieldCache {
             clock: 0,
             stats: CacheStats::default(),
             repairer: FieldRepairer::new(),
+            pending: None,
+            pending_settled: 0,
         }
     }
 
@@ -819,6 +839,8 @@ impl FieldCache {
                     .cost
             }
         };
+        // The repairer's builder is about to be reused: a sliced build in it starts over later.
+        self.pending = None;
         let field = LiveField::build(cost, &[goal], self.model, &mut self.repairer)?;
         self.stats.builds += 1;
         self.entries.push(CacheEntry {
@@ -834,6 +856,109 @@ impl FieldCache {
             |e| e.field.memory_bytes(),
         );
         Ok(key)
+    }
+
+    /// Like [`request`](Self::request), but a miss is built in slices: at most about `budget`
+    /// cells of work are done now (the amount done is taken off `budget`), and the build goes on
+    /// where it stopped at the next call for the same key. Meant for a frame loop that spreads
+    /// builds over frames, with one budget shared by all the goals it asks for: the answer and
+    /// the work done depend only on the inputs, never on the clock, so lockstep games stay in
+    /// step. One build is in progress at a time: asking for another key, a synchronous
+    /// [`request`](Self::request) or [`apply_edits`](Self::apply_edits) starts it over.
+    /// O(1) on a hit; O(budget) per call on a miss, O(cells) in all.
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::{CostModel, FieldCache, FieldRequest, SizeClass};
+    /// let mut cache = FieldCache::new(horde::maps::demo_map(), CostModel::TenFourteen, 1 << 20);
+    /// let goal = UVec2::new(64, 64);
+    /// let mut frames = 0;
+    /// let key = loop {
+    ///     frames += 1;
+    ///     let mut budget = 2000; // cells of work per frame
+    ///     match cache.request_within(goal, SizeClass(0), &mut budget).unwrap() {
+    ///         FieldRequest::Ready(key) => break key,
+    ///         FieldRequest::Building { .. } => assert_eq!(budget, 0),
+    ///     }
+    /// };
+    /// assert!(frames > 1);
+    /// // The same field as a build in one go.
+    /// let mut whole = FieldCache::new(horde::maps::demo_map(), CostModel::TenFourteen, 1 << 20);
+    /// let k = whole.request(goal, SizeClass(0)).unwrap();
+    /// assert_eq!(cache.flow(key), whole.flow(k));
+    /// ```
+    pub fn request_within(
+        &mut self,
+        goal: UVec2,
+        class: SizeClass,
+        budget: &mut usize,
+    ) -> Result<FieldRequest, LiveError> {
+        let key = FieldKey { goal, class };
+        self.clock += 1;
+        if let Some(e) = self.entries.iter_mut().find(|e| e.key == key) {
+            e.last_used = self.clock;
+            self.stats.hits += 1;
+            return Ok(FieldRequest::Ready(key));
+        }
+        let cost = match class.0 {
+            0 => &self.map,
+            k => {
+                &self
+                    .classes
+                    .get(k as usize - 1)
+                    .ok_or(LiveError::UnknownClass(k))?
+                    .cost
+            }
+        };
+        let builder = &mut self.repairer.builder;
+        if self.pending != Some(key) {
+            self.pending = None;
+            builder.start(cost, &[goal], self.model)?;
+            self.pending = Some(key);
+            self.pending_settled = 0;
+        }
+        let progress = match builder.advance(*budget) {
+            Ok(p) => p,
+            Err(e) => {
+                self.pending = None;
+                return Err(e.into());
+            }
+        };
+        let settled = match progress {
+            BuildProgress::Running { settled } => {
+                *budget = 0;
+                self.pending_settled = settled;
+                return Ok(FieldRequest::Building { settled });
+            }
+            BuildProgress::Done(stats) => stats.settled,
+        };
+        *budget = budget.saturating_sub(settled.saturating_sub(self.pending_settled));
+        self.pending = None;
+        let grid = *cost.grid();
+        let mut field = LiveField {
+            integration: IntegrationField::new(grid, self.model),
+            flow: FlowField::new(grid),
+            goals: vec![goal],
+            goal_index: goal_indices(cost, &[goal])?,
+        };
+        builder.finish_into(&mut field.integration)?;
+        builder
+            .flow_into(&mut field.flow)
+            .expect("a builder that just built a field of this size derives its flow");
+        self.stats.builds += 1;
+        self.entries.push(CacheEntry {
+            key,
+            field,
+            last_used: self.clock,
+        });
+        self.stats.evictions += evict_least_recent(
+            &mut self.entries,
+            self.budget_bytes,
+            |e| e.key == key,
+            |e| e.last_used,
+            |e| e.field.memory_bytes(),
+        );
+        Ok(FieldRequest::Ready(key))
     }
 
     /// Like [`request`](Self::request) for a goal given as a world position, rounded to its
@@ -879,6 +1004,8 @@ impl FieldCache {
         if changed.is_empty() {
             return Ok(report);
         }
+        // A sliced build read the old costs; it starts over at its next request.
+        self.pending = None;
         let mut class_changes = vec![changed.clone()];
         for class in &mut self.classes {
             class_changes.push(self.map.reinflate(class.radius, &changed, &mut class.cost));

@@ -8,8 +8,8 @@ mod common;
 use common::{arb_map, pick_walkable, reference_dijkstra};
 use glam::UVec2;
 use horde::{
-    CostEdit, CostField, CostModel, FieldCache, FieldRepairer, FlowField, IntegrationBuilder,
-    LiveField, SizeClass, UNREACHABLE, WALL,
+    CostEdit, CostField, CostModel, FieldCache, FieldRepairer, FieldRequest, FlowField,
+    IntegrationBuilder, LiveField, SizeClass, UNREACHABLE, WALL,
 };
 use proptest::prelude::*;
 
@@ -168,6 +168,60 @@ proptest! {
                 assert_fresh(class_map, &[k.goal], model, cache.field(k).unwrap());
             }
         }
+    }
+
+    /// Builds spread over frames, with edits landing between slices and goals switching, give
+    /// the same fields as builds in one go; a slice that does not finish uses up its budget.
+    #[test]
+    fn sliced_cache_builds_equal_whole_ones_through_edits(
+        cost in arb_map(24),
+        picks in proptest::collection::vec(any::<u64>(), 1..4),
+        edits in proptest::collection::vec(arb_edit(), 0..4),
+        budget in 1usize..200,
+    ) {
+        let goals = pick_walkable(&cost, &picks);
+        prop_assume!(!goals.is_empty());
+        let model = CostModel::TenFourteen;
+        let mut cache = FieldCache::new(cost.clone(), model, usize::MAX);
+        let mut map = cost;
+        let mut edits = edits.into_iter();
+        for &g in &goals {
+            let mut frames = 0;
+            let key = loop {
+                frames += 1;
+                prop_assert!(frames < 10_000, "a sliced build never ends");
+                let mut left = budget;
+                match cache.request_within(g, SizeClass(0), &mut left) {
+                    Ok(FieldRequest::Ready(key)) => break Some(key),
+                    Ok(FieldRequest::Building { .. }) => prop_assert_eq!(left, 0),
+                    // An edit walled the goal in: refused, as a whole build would be.
+                    Err(_) => {
+                        prop_assert!(!map.is_walkable(g));
+                        break None;
+                    }
+                }
+                // Now and then an edit lands between two slices: the build starts over.
+                if frames % 3 == 1
+                    && let Some(e) = edits.next()
+                {
+                    let edit = to_edit(&map, e);
+                    map.apply_edits(&[edit]).unwrap();
+                    cache.apply_edits(&[edit]).unwrap();
+                }
+            };
+            if let Some(key) = key {
+                assert_fresh(&map, &[g], model, cache.field(key).unwrap());
+                // Asked again, it is a hit and costs nothing.
+                let mut left = budget;
+                prop_assert_eq!(
+                    cache.request_within(g, SizeClass(0), &mut left).unwrap(),
+                    FieldRequest::Ready(key)
+                );
+                prop_assert_eq!(left, budget);
+            }
+        }
+        let mut left = budget;
+        prop_assert!(cache.request_within(goals[0], SizeClass(9), &mut left).is_err());
     }
 }
 
