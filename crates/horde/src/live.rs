@@ -658,6 +658,20 @@ pub struct FieldKey {
     pub class: SizeClass,
 }
 
+/// Keys order by size class, then goal row, then goal column (as cells are stored), so that
+/// callers can keep them in sorted sets and visit them in a fixed order.
+impl Ord for FieldKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.class, self.goal.y, self.goal.x).cmp(&(other.class, other.goal.y, other.goal.x))
+    }
+}
+
+impl PartialOrd for FieldKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 /// What [`FieldCache::apply_edits`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CacheEditReport {
