@@ -288,25 +288,29 @@ pub enum AgentStatus {
 }
 
 /// The velocity the crowd gives the agent this tick (world units per second, in the map's
-/// plane): the agent's motion with [`crate::Movement::Transform`], the velocity to apply with
-/// [`crate::Movement::Velocity`].
+/// plane): the agent's motion with [`crate::Movement::Transform`]; with
+/// [`crate::Movement::Velocity`], the velocity to apply for one tick to reach where the crowd put
+/// it.
 #[derive(Component, Debug, Clone, Copy, PartialEq, Default)]
 pub struct DesiredVelocity(pub Vec3);
 
-/// The plugin's record of an agent in its map's crowd.
+/// The plugin's record of an agent in its map's crowd: the fields every tick reads, kept apart
+/// from [`NavAgent`] so that the per-tick passes touch 48 bytes per agent.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Link {
     pub(crate) map: Entity,
     pub(crate) handle: AgentHandle,
-    pub(crate) radius: f32,
-    pub(crate) speed: f32,
-    pub(crate) class: SizeClass,
     /// Crowd group (field slot) followed now.
     pub(crate) slot: u16,
     pub(crate) target: Wanted,
     /// Position on the map the agent's `Transform` had (or was given) at the last sync.
     pub(crate) written: Vec2,
 }
+
+/// The plugin's own component on each agent (required by [`NavAgent`]); nothing to set.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Default)]
+#[doc(hidden)]
+pub struct AgentLink(pub(crate) Option<Link>);
 
 /// What an agent's target asks for this tick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -322,10 +326,11 @@ pub(crate) enum Wanted {
 /// A unit that navigates on a [`NavMap`]: a disc of `radius` moving at up to `speed` (world
 /// units, per second). Give it a [`NavTarget`] to send it somewhere.
 ///
-/// Memory: 64 bytes (the component), plus [`AgentStatus`] (1 byte) and [`DesiredVelocity`]
-/// (12 bytes), plus the agent's place in its map's crowd (at most 64 bytes).
+/// Memory: 40 bytes (the component), plus [`AgentStatus`] (1 byte), [`DesiredVelocity`]
+/// (12 bytes) and the plugin's record (48 bytes), plus the agent's place in its map's crowd (at
+/// most 64 bytes).
 #[derive(Component, Debug, Clone, Copy, PartialEq)]
-#[require(Transform, AgentStatus, DesiredVelocity)]
+#[require(Transform, AgentStatus, DesiredVelocity, AgentLink)]
 pub struct NavAgent {
     /// The map entity it moves on.
     pub map: Entity,
@@ -336,7 +341,8 @@ pub struct NavAgent {
     /// Which fields it follows: 0 for the map as it is, or a class from
     /// [`NavMap::add_size_class`].
     pub size_class: SizeClass,
-    pub(crate) link: Option<Link>,
+    /// Radius, speed and size class the crowd was given, to notice when the game changes them.
+    pub(crate) joined: Option<(f32, f32, SizeClass)>,
     pub(crate) reported: bool,
 }
 
@@ -348,7 +354,7 @@ impl NavAgent {
             radius,
             speed,
             size_class: SizeClass(0),
-            link: None,
+            joined: None,
             reported: false,
         }
     }
@@ -357,5 +363,18 @@ impl NavAgent {
     pub fn with_size_class(mut self, class: SizeClass) -> NavAgent {
         self.size_class = class;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_per_agent_records_cost_what_their_docs_say() {
+        assert_eq!(std::mem::size_of::<NavAgent>(), 40);
+        assert_eq!(std::mem::size_of::<AgentLink>(), 48);
+        assert_eq!(std::mem::size_of::<AgentStatus>(), 1);
+        assert_eq!(std::mem::size_of::<DesiredVelocity>(), 12);
     }
 }

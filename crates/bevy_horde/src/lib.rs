@@ -10,7 +10,7 @@
 //! use bevy_horde::{AgentStatus, HordePlugin, NavAgent, NavMap, NavTarget};
 //! use bevy_math::{UVec2, Vec3};
 //! use bevy_transform::components::Transform;
-//! use horde::{CostField, Grid, WALL};
+//! use bevy_horde::horde::{CostField, Grid, WALL};
 //!
 //! let mut app = App::new();
 //! // Step once per `app.update()` (a game leaves the default: the fixed-timestep schedule).
@@ -61,9 +61,11 @@
 //!
 //! ## Cost
 //!
-//! Per agent: the crowd's 63 bytes or less (see [`horde::crowd::Crowd`]), plus the
-//! [`NavAgent`] component (48 bytes) and the outputs (16 bytes). Per map: the cost field and the
-//! cached fields, 5 bytes per cell each, under [`NavMap::with_field_budget`].
+//! Per agent: its place in the crowd (at most 64 bytes, see [`horde::crowd::Crowd`]), the
+//! [`NavAgent`] component (40 bytes), the plugin's record (48 bytes) and the outputs
+//! [`AgentStatus`] and [`DesiredVelocity`] (13 bytes); each tick reads and writes them in three
+//! passes. Per map: the cost field (1 byte per cell) and the cached fields (5 bytes per cell
+//! each, under [`NavMap::with_field_budget`]).
 
 mod components;
 #[cfg(feature = "debug")]
@@ -105,8 +107,10 @@ pub enum Movement {
     /// coordinate is kept).
     #[default]
     Transform,
-    /// The plugin only writes [`DesiredVelocity`]; the game moves the units (physics, animation),
-    /// and the crowd takes their `Transform`s as they are at the next tick.
+    /// The plugin only writes [`DesiredVelocity`]: the velocity that takes each unit, in one
+    /// tick, to where the crowd put it (walls and pushes included). The game moves the units
+    /// (physics, animation), and the crowd takes their `Transform`s as they are at the next
+    /// tick, when they stray more than a twentieth of a cell from its own positions.
     Velocity,
 }
 
@@ -205,7 +209,7 @@ impl Plugin for HordePlugin {
             .add_systems(
                 self.schedule,
                 (
-                    (systems::forget_removed, systems::sync_in)
+                    (systems::forget_removed, systems::detach, systems::sync_in)
                         .chain()
                         .in_set(HordeSystems::SyncIn),
                     systems::fields.in_set(HordeSystems::Fields),
@@ -215,3 +219,8 @@ impl Plugin for HordePlugin {
             );
     }
 }
+
+/// The README's example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -2,16 +2,18 @@
 
 use std::time::Instant;
 
+use bevy_ecs::change_detection::Tick;
 use bevy_ecs::prelude::*;
-use bevy_math::Vec2;
+use bevy_ecs::system::SystemChangeTick;
+use bevy_math::{Vec2, Vec3};
 use bevy_time::Time;
 use bevy_transform::components::Transform;
-use horde::crowd::{AgentParams, AgentState, Group};
+use horde::crowd::{AgentParams, AgentSnapshot, AgentState, Group};
 use horde::{CostEdit, FieldKey, FieldRequest, LiveError};
 
 use crate::components::{
-    AgentStatus, DesiredVelocity, HordeError, Link, NavAgent, NavError, NavMap, NavMapEdits,
-    NavTarget, Slot, Wanted,
+    AgentLink, AgentStatus, DesiredVelocity, HordeError, Link, MapPlane, NavAgent, NavError,
+    NavMap, NavMapEdits, NavTarget, Slot, Wanted,
 };
 use crate::{HordeSettings, Movement};
 
@@ -19,7 +21,12 @@ use crate::{HordeSettings, Movement};
 #[derive(Resource, Default)]
 pub(crate) struct HordeScratch {
     edits: Vec<(Entity, Vec<CostEdit>)>,
-    waiting: Vec<Entity>,
+    /// Each map's crowd copied out by agent id, for the write-back.
+    copies: Vec<(Entity, MapPlane, Vec<Option<AgentSnapshot>>)>,
+    /// When the write-back last ran: a `Transform` changed since was moved by the game.
+    written: Tick,
+    /// The last crowd step's length (0 if none ran this tick).
+    dt: f32,
 }
 
 /// With [`Movement::Velocity`], a `Transform` within this fraction of a cell of where the crowd
@@ -42,15 +49,69 @@ pub(crate) fn forget_removed(
     }
 }
 
-/// Edits, new and changed agents, moved transforms and targets.
+/// Agents the game changed (map, size, speed, size class) leave their old crowd; agents whose
+/// map is gone are detached; agents naming no map are reported once. Only agents marked changed
+/// are visited (the plugin's own records do not mark them), unless a map went.
+pub(crate) fn detach(
+    mut errors: MessageWriter<NavError>,
+    mut maps: Query<(Entity, &mut NavMap)>,
+    mut removed_maps: RemovedComponents<NavMap>,
+    mut agents: Query<(Entity, &mut NavAgent, &mut AgentLink)>,
+) {
+    let any_map_gone = removed_maps.read().count() > 0;
+    let live_maps: Vec<Entity> = maps.iter().map(|(e, _)| e).collect();
+    for (e, mut agent, mut link) in &mut agents {
+        if !any_map_gone && !agent.is_changed() {
+            continue;
+        }
+        // The plugin's own records do not mark the component changed: `Changed<NavAgent>`
+        // stays the game's signal.
+        let agent = agent.bypass_change_detection();
+        let link = link.bypass_change_detection();
+        if let Some(l) = link.0 {
+            let same = l.map == agent.map
+                && agent.joined == Some((agent.radius, agent.speed, agent.size_class));
+            if !same {
+                if let Ok((_, mut map)) = maps.get_mut(l.map)
+                    && map.agents.remove(&e).is_some()
+                {
+                    let _ = map.crowd.remove_agent(l.handle);
+                }
+                link.0 = None;
+            } else if !live_maps.contains(&l.map) {
+                link.0 = None;
+            }
+        }
+        if link.0.is_none() {
+            let map_exists = live_maps.contains(&agent.map);
+            if !map_exists && !agent.reported {
+                agent.reported = true;
+                errors.write(NavError {
+                    entity: e,
+                    error: HordeError::NoMap(agent.map),
+                });
+            }
+        }
+    }
+}
+
+/// Edits, new agents, transforms moved by the game, and targets.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn sync_in(
     settings: Res<HordeSettings>,
     mut scratch: ResMut<HordeScratch>,
     mut edits: MessageReader<NavMapEdits>,
     mut errors: MessageWriter<NavError>,
     mut maps: Query<(Entity, &mut NavMap)>,
-    mut agents: Query<(Entity, &mut NavAgent, &Transform, Option<&NavTarget>)>,
+    mut agents: Query<(
+        Entity,
+        &mut NavAgent,
+        &mut AgentLink,
+        Ref<Transform>,
+        Option<&NavTarget>,
+    )>,
     targets: Query<&Transform>,
+    ticks: SystemChangeTick,
 ) {
     // Edits: one batch per map, in the order they were sent.
     let scratch = &mut *scratch;
@@ -93,60 +154,31 @@ pub(crate) fn sync_in(
         }
     }
 
-    // Agents that changed map, size or speed leave their old crowd first.
-    for (e, mut agent, _, _) in &mut agents {
-        let Some(link) = agent.link else { continue };
-        if link.map == agent.map
-            && link.radius == agent.radius
-            && link.speed == agent.speed
-            && link.class == agent.size_class
-        {
-            continue;
-        }
-        if let Ok((_, mut map)) = maps.get_mut(link.map)
-            && map.agents.remove(&e).is_some()
-        {
-            let _ = map.crowd.remove_agent(link.handle);
-        }
-        agent.link = None;
-    }
-
-    // Agents whose map is gone are detached; those naming no map are reported once.
-    for (e, mut agent, _, _) in &mut agents {
-        let map_exists = maps.contains(agent.map);
-        if let Some(link) = agent.link
-            && !maps.contains(link.map)
-        {
-            agent.link = None;
-        }
-        if !map_exists && !agent.reported {
-            agent.reported = true;
-            errors.write(NavError {
-                entity: e,
-                error: HordeError::NoMap(agent.map),
-            });
-        } else if map_exists {
-            agent.reported = false;
-        }
-    }
-
     let tolerance = match settings.movement {
         Movement::Transform => 0.0,
         Movement::Velocity => SAME_PLACE,
     };
+    let written = scratch.written;
     // Map by map (a world has few), so that each agent finds its map without a lookup.
     for (map_entity, mut map) in &mut maps {
         let map = &mut *map;
+        let edited = scratch.edits.iter().any(|(m, _)| *m == map_entity);
         let slack = tolerance * map.grid().cell_size();
-        for (e, mut agent, transform, target) in &mut agents {
-            if agent.map != map_entity {
-                continue;
-            }
-            let agent = &mut *agent;
-            let p = map.plane.to_map(transform.translation);
-            let link = match &mut agent.link {
-                Some(link) => link,
+        for slot in &mut map.slots {
+            slot.users = 0;
+        }
+        map.missing.clear();
+        for (e, mut agent, mut link, transform, target) in &mut agents {
+            let link = link.bypass_change_detection();
+            let link = match &mut link.0 {
+                Some(l) if l.map == map_entity => l,
+                Some(_) => continue,
                 None => {
+                    if agent.map != map_entity {
+                        continue;
+                    }
+                    let agent = agent.bypass_change_detection();
+                    let p = map.plane.to_map(transform.translation);
                     let params = AgentParams {
                         position: p,
                         radius: agent.radius,
@@ -156,12 +188,11 @@ pub(crate) fn sync_in(
                     match map.crowd.add_agent(map.cache.map(), params) {
                         Ok(handle) => {
                             map.agents.insert(e, handle);
-                            agent.link.insert(Link {
+                            agent.reported = false;
+                            agent.joined = Some((agent.radius, agent.speed, agent.size_class));
+                            link.0.insert(Link {
                                 map: map_entity,
                                 handle,
-                                radius: agent.radius,
-                                speed: agent.speed,
-                                class: agent.size_class,
                                 slot: 0,
                                 target: Wanted::Nothing,
                                 written: p,
@@ -180,15 +211,29 @@ pub(crate) fn sync_in(
                     }
                 }
             };
-            // Moved by the game (a teleport, or physics with Movement::Velocity).
-            if p != link.written && (p - link.written).abs().max_element() > slack {
-                if let Err(err) = map.crowd.set_position(map.cache.map(), link.handle, p) {
-                    errors.write(NavError {
-                        entity: e,
-                        error: err.into(),
-                    });
+            // Moved by the game since the write-back (a teleport, or physics with
+            // Movement::Velocity); the plugin's own writes are not news.
+            if transform
+                .last_changed()
+                .is_newer_than(written, ticks.this_run())
+            {
+                let p = map.plane.to_map(transform.translation);
+                if p != link.written && (p - link.written).abs().max_element() > slack {
+                    if let Err(err) = map.crowd.set_position(map.cache.map(), link.handle, p) {
+                        errors.write(NavError {
+                            entity: e,
+                            error: err.into(),
+                        });
+                    }
+                    // A unit the game teleported heads for its target again, even if it had
+                    // arrived (the next lines send it to its field).
+                    if settings.movement == Movement::Transform {
+                        let slot = std::mem::take(&mut link.slot);
+                        let _ = map.crowd.set_group(link.handle, 0);
+                        switch(map, link, slot);
+                    }
+                    link.written = p;
                 }
-                link.written = p;
             }
             let cell = match target {
                 None => None,
@@ -201,45 +246,23 @@ pub(crate) fn sync_in(
                         .and_then(|t| map.cell_of(t.translation)),
                 ),
             };
-            link.target = match cell {
-                None => Wanted::Nothing,
-                Some(cell) => {
-                    let class_cost = map.class_cost(link.class);
-                    match (cell, class_cost) {
-                        (Some(c), Some(cost)) if cost.is_walkable(c) => Wanted::Field(FieldKey {
-                            goal: c,
-                            class: link.class,
-                        }),
+            // The same cell as last tick, on an unchanged map, gets the same answer.
+            let unchanged = matches!((cell, link.target),
+                (Some(Some(c)), Wanted::Field(key)) if key.goal == c && !edited);
+            if !unchanged {
+                let class = agent.size_class;
+                link.target = match cell {
+                    None => Wanted::Nothing,
+                    Some(cell) => match (cell, map.class_cost(class)) {
+                        (Some(c), Some(cost)) if cost.is_walkable(c) => {
+                            Wanted::Field(FieldKey { goal: c, class })
+                        }
                         _ => Wanted::Unusable,
-                    }
-                }
-            };
-        }
-    }
-}
-
-/// Fields for the goals in use: shared, cached, built within the tick's budget.
-pub(crate) fn fields(
-    settings: Res<HordeSettings>,
-    mut scratch: ResMut<HordeScratch>,
-    mut errors: MessageWriter<NavError>,
-    mut maps: Query<(Entity, &mut NavMap)>,
-    mut agents: Query<&mut NavAgent>,
-) {
-    let mut budget = settings.cells_per_tick;
-    let deadline = settings.time_budget.map(|t| Instant::now() + t);
-    for (map_entity, mut map) in &mut maps {
-        let map = &mut *map;
-        for slot in &mut map.slots {
-            slot.users = 0;
-        }
-        map.missing.clear();
-        scratch.waiting.clear();
-        // Who follows what; goals with no field yet are gathered.
-        for mut agent in &mut agents {
-            let Some(link) = agent.link.as_mut().filter(|l| l.map == map_entity) else {
-                continue;
-            };
+                    },
+                };
+            }
+            // Who follows what: a goal with a field is joined at once; goals with no field yet
+            // are gathered for the next stage, and their agents keep what they follow.
             match link.target {
                 Wanted::Nothing | Wanted::Unusable => switch(map, link, 0),
                 Wanted::Field(key) => {
@@ -255,6 +278,20 @@ pub(crate) fn fields(
             }
             map.slots[link.slot as usize].users += 1;
         }
+    }
+}
+
+/// Fields for the goals in use: shared, cached, built within the tick's budget.
+pub(crate) fn fields(
+    settings: Res<HordeSettings>,
+    mut errors: MessageWriter<NavError>,
+    mut maps: Query<(Entity, &mut NavMap)>,
+    mut agents: Query<&mut AgentLink>,
+) {
+    let mut budget = settings.cells_per_tick;
+    let deadline = settings.time_budget.map(|t| Instant::now() + t);
+    for (map_entity, mut map) in &mut maps {
+        let map = &mut *map;
         // Fields in use stay cached (a field evicted by a build is rebuilt); slots nobody
         // follows any more are freed.
         for s in 1..map.slots.len() {
@@ -305,8 +342,10 @@ pub(crate) fn fields(
             continue;
         }
         // Agents whose field was built this tick start following it.
-        for mut agent in &mut agents {
-            let Some(link) = agent.link.as_mut().filter(|l| l.map == map_entity) else {
+        for mut link in &mut agents {
+            let Some(link) =
+                (link.bypass_change_detection().0.as_mut()).filter(|l| l.map == map_entity)
+            else {
                 continue;
             };
             if let Wanted::Field(key) = link.target
@@ -354,6 +393,7 @@ fn request(
 /// One crowd step per map.
 pub(crate) fn step_crowds(
     settings: Res<HordeSettings>,
+    mut scratch: ResMut<HordeScratch>,
     time: Option<Res<Time>>,
     mut errors: MessageWriter<NavError>,
     mut maps: Query<(Entity, &mut NavMap)>,
@@ -363,9 +403,11 @@ pub(crate) fn step_crowds(
         .fixed_dt
         .or_else(|| time.map(|t| t.delta_secs()))
         .unwrap_or(0.0);
+    scratch.dt = 0.0;
     if !dt.is_finite() || dt <= 0.0 {
         return;
     }
+    scratch.dt = dt;
     for (map_entity, mut map) in &mut maps {
         let map = &mut *map;
         if map.crowd.is_empty() {
@@ -400,59 +442,97 @@ pub(crate) fn step_crowds(
 /// Statuses, desired velocities and transforms.
 pub(crate) fn sync_out(
     settings: Res<HordeSettings>,
-    maps: Query<&NavMap>,
+    mut scratch: ResMut<HordeScratch>,
+    maps: Query<(Entity, &NavMap)>,
     mut agents: Query<(
-        &mut NavAgent,
+        &mut AgentLink,
         &mut Transform,
         &mut AgentStatus,
         &mut DesiredVelocity,
     )>,
+    ticks: SystemChangeTick,
 ) {
-    let mut current: Option<(Entity, &NavMap)> = None;
-    for (mut agent, mut transform, mut status, mut velocity) in &mut agents {
-        let Some(link) = agent.link.as_mut() else {
-            status.set_if_neq(AgentStatus::NoPath);
-            velocity.set_if_neq(DesiredVelocity::default());
-            continue;
-        };
-        let map = match current {
-            Some((e, map)) if e == link.map => map,
-            _ => match maps.get(link.map) {
-                Ok(map) => {
-                    current = Some((link.map, map));
-                    map
-                }
-                Err(_) => continue,
-            },
-        };
-        let (Ok(p), Ok(v), Ok(state), Ok(stuck)) = (
-            map.crowd.position(link.handle),
-            map.crowd.velocity(link.handle),
-            map.crowd.state(link.handle),
-            map.crowd.is_stuck(link.handle),
-        ) else {
-            continue;
-        };
-        let now = match (link.target, link.slot) {
-            (Wanted::Nothing, _) => AgentStatus::Idle,
-            (Wanted::Unusable, _) => AgentStatus::NoPath,
-            (Wanted::Field(_), 0) => AgentStatus::Waiting,
-            (Wanted::Field(_), _) => match state {
-                AgentState::Arrived => AgentStatus::Arrived,
-                AgentState::NoPath => AgentStatus::NoPath,
-                AgentState::Moving if stuck => AgentStatus::Stuck,
-                AgentState::Moving => AgentStatus::Moving,
-            },
-        };
-        status.set_if_neq(now);
-        let plane = map.plane;
-        velocity.set_if_neq(DesiredVelocity(plane.to_world(v, bevy_math::Vec3::ZERO)));
-        if settings.movement == Movement::Transform {
-            let to = plane.to_world(p, transform.translation);
-            if to != transform.translation {
-                transform.translation = to;
-            }
-            link.written = p;
+    scratch.written = ticks.this_run();
+    // Each crowd copied out by agent id in one pass over its memory: agents are visited in the
+    // world's order, which is the order they joined, hence the order of their ids.
+    let scratch = &mut *scratch;
+    let copies = &mut scratch.copies;
+    copies.resize_with(maps.iter().len(), || {
+        (Entity::PLACEHOLDER, MapPlane::default(), Vec::new())
+    });
+    for ((e, map), (entity, plane, copy)) in maps.iter().zip(copies.iter_mut()) {
+        *entity = e;
+        *plane = map.plane;
+        // Entries of ids no longer in use keep an old handle, which no agent's link matches.
+        copy.resize(map.crowd.id_capacity(), None);
+        for a in map.crowd.snapshot() {
+            copy[a.handle.id() as usize] = Some(a);
         }
+    }
+    let copies = &*copies;
+    let (movement, dt) = (settings.movement, scratch.dt);
+    // One by one: each write is a few bytes, and a parallel pass on two cores was slower.
+    let mut current = 0;
+    for item in &mut agents {
+        write_back(copies, movement, dt, &mut current, item);
+    }
+}
+
+/// One agent's status, desired velocity and transform from its crowd's copy; `current` is the
+/// copy the last agent used (agents come map by map).
+fn write_back(
+    copies: &[(Entity, MapPlane, Vec<Option<AgentSnapshot>>)],
+    movement: Movement,
+    dt: f32,
+    current: &mut usize,
+    (mut link, mut transform, mut status, mut velocity): (
+        Mut<AgentLink>,
+        Mut<Transform>,
+        Mut<AgentStatus>,
+        Mut<DesiredVelocity>,
+    ),
+) {
+    let link = link.bypass_change_detection();
+    let found = link.0.and_then(|l| {
+        if copies.get(*current).is_none_or(|(e, _, _)| *e != l.map) {
+            *current = copies.iter().position(|(e, _, _)| *e == l.map)?;
+        }
+        let (_, _, copy) = &copies[*current];
+        copy.get(l.handle.id() as usize)
+            .copied()
+            .flatten()
+            .filter(|a| a.handle == l.handle)
+    });
+    let (Some(link), Some(a)) = (link.0.as_mut(), found) else {
+        status.set_if_neq(AgentStatus::NoPath);
+        velocity.set_if_neq(DesiredVelocity::default());
+        return;
+    };
+    let now = match (link.target, link.slot) {
+        (Wanted::Nothing, _) => AgentStatus::Idle,
+        (Wanted::Unusable, _) => AgentStatus::NoPath,
+        (Wanted::Field(_), 0) => AgentStatus::Waiting,
+        (Wanted::Field(_), _) => match a.state {
+            AgentState::Arrived => AgentStatus::Arrived,
+            AgentState::NoPath => AgentStatus::NoPath,
+            AgentState::Moving if a.stuck => AgentStatus::Stuck,
+            AgentState::Moving => AgentStatus::Moving,
+        },
+    };
+    status.set_if_neq(now);
+    let plane = copies[*current].1;
+    // With Movement::Velocity, the velocity that takes the unit from where the game has it to
+    // where the crowd put it (walls and pushes included), so that the two stay together.
+    let v = match movement {
+        Movement::Velocity if dt > 0.0 => (a.position - plane.to_map(transform.translation)) / dt,
+        _ => a.velocity,
+    };
+    velocity.set_if_neq(DesiredVelocity(plane.to_world(v, Vec3::ZERO)));
+    if movement == Movement::Transform {
+        let to = plane.to_world(a.position, transform.translation);
+        if to != transform.translation {
+            transform.translation = to;
+        }
+        link.written = a.position;
     }
 }

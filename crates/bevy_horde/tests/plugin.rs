@@ -6,7 +6,10 @@ use std::time::Duration;
 use bevy_app::App;
 use bevy_ecs::prelude::*;
 use bevy_horde::horde::{CostEdit, CostField, Grid, SizeClass, WALL};
-use bevy_horde::{AgentStatus, HordePlugin, NavAgent, NavError, NavMap, NavMapEdits, NavTarget};
+use bevy_horde::{
+    AgentStatus, HordePlugin, HordeSystems, Movement, NavAgent, NavError, NavMap, NavMapEdits,
+    NavTarget,
+};
 use bevy_math::{UVec2, Vec2, Vec3};
 use bevy_time::{TimePlugin, TimeUpdateStrategy};
 use bevy_transform::components::Transform;
@@ -510,4 +513,167 @@ fn the_debug_plugin_draws_each_layer_and_switches_off() {
         .0
         .enabled = false;
     assert_eq!(lines(&mut app, |s| *s = HordeDebugSettings::default()), 0);
+}
+
+#[test]
+fn a_small_field_budget_spreads_builds_over_ticks_while_units_wait() {
+    // 500 cells of work per tick: a 64 × 40 field takes several ticks.
+    let mut app = headless(HordePlugin::default().with_cells_per_tick(500));
+    let map = app
+        .world_mut()
+        .spawn(NavMap::new(walled_map()).unwrap())
+        .id();
+    let goal = UVec2::new(56, 20);
+    let agents = spawn_block(
+        &mut app,
+        map,
+        50,
+        (Vec2::new(2.0, 2.0), Vec2::new(12.0, 12.0)),
+        goal,
+        0.35,
+        SizeClass(0),
+    );
+    let start: Vec<Vec2> = agents.iter().map(|&e| position(&app, e)).collect();
+    let mut waited = 0;
+    loop {
+        app.update();
+        let s = statuses(&mut app, &agents);
+        // Idle until the plugin's first tick (the clock's first frame runs no fixed step).
+        if s.iter().all(|&s| s == AgentStatus::Idle) {
+            continue;
+        }
+        if s.iter().all(|&s| s == AgentStatus::Waiting) {
+            waited += 1;
+            // Nobody moves while the field is being built.
+            for (k, &e) in agents.iter().enumerate() {
+                assert_eq!(position(&app, e), start[k]);
+            }
+        } else {
+            assert!(s.iter().all(|&s| s == AgentStatus::Moving), "{s:?}");
+            break;
+        }
+        assert!(waited < 100, "the field never came");
+    }
+    // 64 × 40 cells of work at 500 a tick.
+    assert!(waited >= 64 * 40 / 500, "{waited} ticks waited");
+    run_until_arrived(&mut app, map, &agents, 6000);
+    assert_near_goal(&app, map, &agents, goal, SizeClass(0));
+}
+
+#[test]
+fn with_velocity_movement_the_game_moves_the_units() {
+    let mut app = headless(HordePlugin::default().with_movement(Movement::Velocity));
+    // The game's own mover, after the plugin's stages.
+    app.add_systems(
+        bevy_app::FixedUpdate,
+        (|time: Res<bevy_time::Time>,
+          mut q: Query<(&mut Transform, &bevy_horde::DesiredVelocity)>| {
+            for (mut t, v) in &mut q {
+                t.translation += v.0 * time.delta_secs();
+            }
+        })
+        .after(HordeSystems::SyncOut),
+    );
+    let map = app
+        .world_mut()
+        .spawn(NavMap::new(walled_map()).unwrap())
+        .id();
+    let goal = UVec2::new(56, 20);
+    let agents = spawn_block(
+        &mut app,
+        map,
+        100,
+        (Vec2::new(2.0, 2.0), Vec2::new(20.0, 38.0)),
+        goal,
+        0.35,
+        SizeClass(0),
+    );
+    run_until_arrived(&mut app, map, &agents, 6000);
+    assert_near_goal(&app, map, &agents, goal, SizeClass(0));
+    // The crowd follows the transforms the game wrote, within its tolerance.
+    let nav = app.world().get::<NavMap>(map).unwrap();
+    let mut crowd_positions: Vec<Vec2> = nav.crowd().snapshot().map(|a| a.position).collect();
+    let mut game_positions: Vec<Vec2> = agents.iter().map(|&e| position(&app, e)).collect();
+    let key = |p: &Vec2| (p.x.to_bits(), p.y.to_bits());
+    crowd_positions.sort_by_key(key);
+    game_positions.sort_by_key(key);
+    let worst = crowd_positions
+        .iter()
+        .map(|p| {
+            game_positions
+                .iter()
+                .map(|q| p.distance(*q))
+                .fold(f32::INFINITY, f32::min)
+        })
+        .fold(0.0, f32::max);
+    assert!(worst < 0.1, "the crowd and the game drifted {worst} apart");
+}
+
+#[test]
+fn units_chase_an_entity_and_follow_a_teleport() {
+    let mut app = headless(HordePlugin::default());
+    let map = app
+        .world_mut()
+        .spawn(NavMap::new(CostField::new(Grid::new(48, 48).unwrap())).unwrap())
+        .id();
+    let flag = app
+        .world_mut()
+        .spawn(Transform::from_xyz(40.5, 40.5, 0.0))
+        .id();
+    let chasers: Vec<Entity> = (0..5)
+        .map(|k| {
+            app.world_mut()
+                .spawn((
+                    NavAgent::new(map, 0.3, 5.0),
+                    NavTarget::Entity(flag),
+                    Transform::from_xyz(4.5 + k as f32, 4.5, 0.0),
+                ))
+                .id()
+        })
+        .collect();
+    run_until_arrived(&mut app, map, &chasers, 3000);
+    assert_near_goal(&app, map, &chasers, UVec2::new(40, 40), SizeClass(0));
+    // The flag moves within its cell: still one field, still arrived.
+    app.world_mut()
+        .get_mut::<Transform>(flag)
+        .unwrap()
+        .translation
+        .x = 40.9;
+    app.update();
+    assert_eq!(
+        app.world()
+            .get::<NavMap>(map)
+            .unwrap()
+            .goals_in_use()
+            .count(),
+        1
+    );
+    assert!(
+        statuses(&mut app, &chasers)
+            .iter()
+            .all(|&s| s == AgentStatus::Arrived)
+    );
+    // It moves across the map: they follow.
+    app.world_mut()
+        .get_mut::<Transform>(flag)
+        .unwrap()
+        .translation = Vec3::new(6.5, 40.5, 0.0);
+    app.update();
+    assert!(
+        statuses(&mut app, &chasers)
+            .iter()
+            .all(|&s| s == AgentStatus::Moving)
+    );
+    run_until_arrived(&mut app, map, &chasers, 3000);
+    assert_near_goal(&app, map, &chasers, UVec2::new(6, 40), SizeClass(0));
+    // The game teleports one: the crowd takes the new place, and it walks back.
+    app.world_mut()
+        .get_mut::<Transform>(chasers[0])
+        .unwrap()
+        .translation = Vec3::new(40.5, 4.5, 0.0);
+    app.update();
+    let p = position(&app, chasers[0]);
+    assert!(p.distance(Vec2::new(40.5, 4.5)) < 0.5, "{p}");
+    run_until_arrived(&mut app, map, &chasers, 3000);
+    assert!(position(&app, chasers[0]).distance(Vec2::new(6.5, 40.5)) < 5.0);
 }

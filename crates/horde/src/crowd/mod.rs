@@ -225,6 +225,21 @@ impl AgentHandle {
     }
 }
 
+/// One agent as [`Crowd::snapshot`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AgentSnapshot {
+    /// The agent.
+    pub handle: AgentHandle,
+    /// World position.
+    pub position: Vec2,
+    /// Velocity (world units per second).
+    pub velocity: Vec2,
+    /// State after the last step.
+    pub state: AgentState,
+    /// Flagged stuck (see [`Crowd::is_stuck`]).
+    pub stuck: bool,
+}
+
 /// A goal shared by many agents: its flow field (not copied) and its position.
 #[derive(Debug, Clone, Copy)]
 pub struct Group<'a> {
@@ -743,7 +758,9 @@ impl Crowd {
     }
     /// Handles of the living agents, in slot order: the order of [`Crowd::positions`],
     /// [`Crowd::radii`] and [`Crowd::states`], which may change at any step (agents are kept
-    /// sorted by position). O(slots).
+    /// sorted by position). Between a removal and the next step, those arrays still hold the
+    /// removed agent's slot, which this skips: read them together with
+    /// [`Crowd::snapshot`] then. O(slots).
     ///
     /// ```
     /// use glam::Vec2;
@@ -769,6 +786,45 @@ impl Crowd {
                     generation: self.id_generations[id as usize],
                 }
             })
+    }
+    /// Every living agent in slot order, with its position, velocity, state and stuck flag:
+    /// one pass over memory, for copying a whole crowd out (an engine's transforms) at far less
+    /// than four lookups per handle. O(slots).
+    ///
+    /// ```
+    /// use glam::Vec2;
+    /// use horde::crowd::{AgentParams, Crowd, CrowdConfig};
+    /// let cost = horde::CostField::new(horde::Grid::new(8, 8).unwrap());
+    /// let mut crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+    /// let params = AgentParams { position: Vec2::new(2.5, 2.5), radius: 0.4, max_speed: 3.0, group: 0 };
+    /// let a = crowd.add_agent(&cost, params).unwrap();
+    /// let b = crowd.add_agent(&cost, AgentParams { position: Vec2::new(5.5, 5.5), ..params }).unwrap();
+    /// crowd.remove_agent(a).unwrap();
+    /// let all: Vec<_> = crowd.snapshot().collect();
+    /// assert_eq!(all.len(), 1);
+    /// assert_eq!((all[0].handle, all[0].position), (b, Vec2::new(5.5, 5.5)));
+    /// ```
+    pub fn snapshot(&self) -> impl Iterator<Item = AgentSnapshot> + '_ {
+        (0..self.flags.len())
+            .filter(|&i| self.flags[i].is_alive())
+            .map(|i| {
+                let id = self.ids[i];
+                AgentSnapshot {
+                    handle: AgentHandle {
+                        index: id,
+                        generation: self.id_generations[id as usize],
+                    },
+                    position: self.positions[i],
+                    velocity: self.velocities[i],
+                    state: self.states[i],
+                    stuck: self.flags[i].is_stuck(),
+                }
+            })
+    }
+    /// The number of ids handed out so far (living agents' ids are below it): the length of a
+    /// table indexed by [`AgentHandle::id`].
+    pub fn id_capacity(&self) -> usize {
+        self.id_slots.len()
     }
     /// Positions by slot (slots of removed agents hold stale values until the next step).
     pub fn positions(&self) -> &[Vec2] {
