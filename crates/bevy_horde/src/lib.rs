@@ -1,6 +1,6 @@
 //! # bevy_horde
 //!
-//! [horde](horde)'s flow fields and crowds in a Bevy app: put a [`NavMap`] on an entity, give
+//! [horde]'s flow fields and crowds in a Bevy app: put a [`NavMap`] on an entity, give
 //! units a [`NavAgent`] and a [`NavTarget`], and every tick the plugin builds (or shares) one
 //! field per goal cell, steps the crowd, and moves the units' `Transform`s.
 //!
