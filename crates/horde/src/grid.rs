@@ -546,6 +546,59 @@ mod tests {
     }
 
     #[test]
+    fn the_last_row_and_column_are_in_and_one_more_is_out() {
+        let g = Grid::new(7, 5).unwrap();
+        for (x, y, inside) in [
+            (6, 4, true),
+            (0, 0, true),
+            (7, 0, false),
+            (0, 5, false),
+            (7, 5, false),
+            (-1, 0, false),
+            (0, -1, false),
+        ] {
+            assert_eq!(g.contains(x, y), inside, "({x}, {y})");
+            if x >= 0 && y >= 0 {
+                let cell = UVec2::new(x as u32, y as u32);
+                assert_eq!(g.index(cell).is_ok(), inside, "({x}, {y})");
+            }
+        }
+        assert_eq!(g.index(UVec2::new(6, 4)), Ok(34));
+    }
+
+    #[test]
+    fn two_positions_fall_in_the_cells_world_to_cell_finds() {
+        let g = Grid::new(9, 6)
+            .unwrap()
+            .with_world(Vec2::new(-4.0, 2.5), 0.5)
+            .unwrap();
+        let mut next = {
+            let mut state = 0x9e37_79b9_7f4a_7c15u64;
+            move || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 40) as f32 / (1u64 << 24) as f32
+            }
+        };
+        for _ in 0..2000 {
+            // Positions over the map and a margin round it.
+            let a = Vec2::new(-5.0 + 7.0 * next(), 1.5 + 5.0 * next());
+            let b = Vec2::new(-5.0 + 7.0 * next(), 1.5 + 5.0 * next());
+            let (axes, on) = g.axes_of_two(a, b);
+            for (k, p) in [a, b].into_iter().enumerate() {
+                let want = g.world_to_cell(p);
+                let both = on >> (2 * k) & 3 == 3;
+                assert_eq!(
+                    both.then(|| UVec2::new(axes[2 * k], axes[2 * k + 1])),
+                    want,
+                    "{p}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn world_and_cells_round_trip() {
         let g = Grid::new(7, 5)
             .unwrap()
