@@ -102,6 +102,16 @@ impl Lay {
     }
 }
 
+/// Two diagonal strokes of half-length `half` (times √2) across `centre`.
+fn cross(gizmos: &mut Gizmos<HordeGizmos>, lay: &Lay, centre: Vec2, half: f32, colour: Color) {
+    for (from, to) in [(-1.0, -1.0), (-1.0, 1.0)].map(|(x, y)| {
+        let d = Vec2::new(x, y) * half;
+        (centre + d, centre - d)
+    }) {
+        gizmos.line(lay.at(from), lay.at(to), colour);
+    }
+}
+
 fn draw(
     settings: Res<HordeDebugSettings>,
     mut stats: ResMut<HordeDebugStats>,
@@ -137,16 +147,12 @@ fn draw(
                 let centre = grid.cell_center(c);
                 let half = 0.4 * size * stride as f32;
                 if t == WALL {
-                    let colour = Color::srgb(0.35, 0.35, 0.4);
-                    gizmos.line(
-                        lay.at(centre - Vec2::splat(half)),
-                        lay.at(centre + Vec2::splat(half)),
-                        colour,
-                    );
-                    gizmos.line(
-                        lay.at(centre + Vec2::new(-half, half)),
-                        lay.at(centre + Vec2::new(half, -half)),
-                        colour,
+                    cross(
+                        &mut gizmos,
+                        &lay,
+                        centre,
+                        half,
+                        Color::srgb(0.35, 0.35, 0.4),
                     );
                 } else if t > 1 {
                     let k = t as f32 / 254.0;
@@ -175,17 +181,12 @@ fn draw(
         if settings.targets {
             for key in &goals {
                 let centre = grid.cell_center(key.goal);
-                let half = 0.5 * size;
-                let colour = Color::srgb(1.0, 0.3, 0.8);
-                gizmos.line(
-                    lay.at(centre - Vec2::splat(half)),
-                    lay.at(centre + Vec2::splat(half)),
-                    colour,
-                );
-                gizmos.line(
-                    lay.at(centre + Vec2::new(-half, half)),
-                    lay.at(centre + Vec2::new(half, -half)),
-                    colour,
+                cross(
+                    &mut gizmos,
+                    &lay,
+                    centre,
+                    0.5 * size,
+                    Color::srgb(1.0, 0.3, 0.8),
                 );
             }
         }

@@ -797,14 +797,7 @@ impl FieldCache {
 
     /// The cost field a size class's fields are built on.
     pub fn class_map(&self, class: SizeClass) -> Result<&CostField, LiveError> {
-        match class.0 {
-            0 => Ok(&self.map),
-            k => self
-                .classes
-                .get(k as usize - 1)
-                .map(|c| &c.cost)
-                .ok_or(LiveError::UnknownClass(k)),
-        }
+        class_cost(&self.map, &self.classes, class)
     }
 
     /// The cost model of every field.
@@ -843,32 +836,11 @@ impl FieldCache {
             self.stats.hits += 1;
             return Ok(key);
         }
-        let cost = match class.0 {
-            0 => &self.map,
-            k => {
-                &self
-                    .classes
-                    .get(k as usize - 1)
-                    .ok_or(LiveError::UnknownClass(k))?
-                    .cost
-            }
-        };
+        let cost = class_cost(&self.map, &self.classes, class)?;
         // The repairer's builder is about to be reused: a sliced build in it starts over later.
         self.pending = None;
         let field = LiveField::build(cost, &[goal], self.model, &mut self.repairer)?;
-        self.stats.builds += 1;
-        self.entries.push(CacheEntry {
-            key,
-            field,
-            last_used: self.clock,
-        });
-        self.stats.evictions += evict_least_recent(
-            &mut self.entries,
-            self.budget_bytes,
-            |e| e.key == key,
-            |e| e.last_used,
-            |e| e.field.memory_bytes(),
-        );
+        self.insert_built(key, field);
         Ok(key)
     }
 
@@ -914,16 +886,7 @@ impl FieldCache {
             self.stats.hits += 1;
             return Ok(FieldRequest::Ready(key));
         }
-        let cost = match class.0 {
-            0 => &self.map,
-            k => {
-                &self
-                    .classes
-                    .get(k as usize - 1)
-                    .ok_or(LiveError::UnknownClass(k))?
-                    .cost
-            }
-        };
+        let cost = class_cost(&self.map, &self.classes, class)?;
         let builder = &mut self.repairer.builder;
         if self.pending != Some(key) {
             self.pending = None;
@@ -959,6 +922,13 @@ impl FieldCache {
         builder
             .flow_into(&mut field.flow)
             .expect("a builder that just built a field of this size derives its flow");
+        self.insert_built(key, field);
+        Ok(FieldRequest::Ready(key))
+    }
+
+    /// Keep a field just built under `key`, then evict the least recently used others while
+    /// over budget.
+    fn insert_built(&mut self, key: FieldKey, field: LiveField) {
         self.stats.builds += 1;
         self.entries.push(CacheEntry {
             key,
@@ -972,7 +942,6 @@ impl FieldCache {
             |e| e.last_used,
             |e| e.field.memory_bytes(),
         );
-        Ok(FieldRequest::Ready(key))
     }
 
     /// Like [`request`](Self::request) for a goal given as a world position, rounded to its
@@ -1046,6 +1015,21 @@ impl LiveField {
     /// The grid.
     pub fn grid(&self) -> &Grid {
         self.integration.grid()
+    }
+}
+
+/// The cost field of a size class: the map itself for class 0, else its inflated copy.
+fn class_cost<'a>(
+    map: &'a CostField,
+    classes: &'a [ClassMap],
+    class: SizeClass,
+) -> Result<&'a CostField, LiveError> {
+    match class.0 {
+        0 => Ok(map),
+        k => classes
+            .get(k as usize - 1)
+            .map(|c| &c.cost)
+            .ok_or(LiveError::UnknownClass(k)),
     }
 }
 
