@@ -737,6 +737,81 @@ mod tests {
     use super::*;
 
     #[test]
+    fn cost_models_are_named_as_the_command_line_spells_them() {
+        for (model, name) in [
+            (CostModel::TenFourteen, "10-14"),
+            (CostModel::Octile, "octile"),
+        ] {
+            assert_eq!(model.name(), name);
+            assert_eq!(name.parse::<CostModel>(), Ok(model));
+        }
+    }
+
+    #[test]
+    fn each_way_a_shape_can_be_wrong_is_refused_and_nothing_else() {
+        let v = Vec2::new;
+        let bad = [
+            Shape::Box {
+                min: v(2.0, 0.0),
+                max: v(1.0, 5.0),
+            },
+            Shape::Box {
+                min: v(0.0, 2.0),
+                max: v(5.0, 1.0),
+            },
+            Shape::Box {
+                min: v(f32::NAN, 0.0),
+                max: v(1.0, 1.0),
+            },
+            Shape::Box {
+                min: v(0.0, 0.0),
+                max: v(1.0, f32::INFINITY),
+            },
+            Shape::Circle {
+                center: v(f32::NAN, 1.0),
+                radius: 1.0,
+            },
+            Shape::Circle {
+                center: v(1.0, 1.0),
+                radius: f32::INFINITY,
+            },
+            Shape::Circle {
+                center: v(1.0, 1.0),
+                radius: -0.5,
+            },
+            Shape::ConvexPolygon(vec![v(0.0, 0.0), v(1.0, 0.0)]),
+            Shape::ConvexPolygon(vec![v(0.0, 0.0), v(1.0, 0.0), v(f32::NAN, 1.0)]),
+            // Collinear: no area.
+            Shape::ConvexPolygon(vec![v(0.0, 0.0), v(1.0, 1.0), v(2.0, 2.0)]),
+            // A dart: not convex.
+            Shape::ConvexPolygon(vec![v(0.0, 0.0), v(4.0, 2.0), v(0.0, 4.0), v(1.0, 2.0)]),
+        ];
+        for shape in &bad {
+            assert!(shape.validate().is_err(), "{shape:?} was accepted");
+        }
+        let good = [
+            // Degenerate but well-formed: a box of one point, a disc of radius 0.
+            Shape::Box {
+                min: v(1.0, 1.0),
+                max: v(1.0, 1.0),
+            },
+            Shape::Box {
+                min: v(0.0, 0.0),
+                max: v(3.0, 1.0),
+            },
+            Shape::Circle {
+                center: v(1.0, 1.0),
+                radius: 0.0,
+            },
+            Shape::ConvexPolygon(vec![v(0.0, 0.0), v(4.0, 0.0), v(4.0, 4.0), v(0.0, 4.0)]),
+            Shape::ConvexPolygon(vec![v(0.0, 4.0), v(4.0, 4.0), v(4.0, 0.0), v(0.0, 0.0)]),
+        ];
+        for shape in &good {
+            assert_eq!(shape.validate(), Ok(()), "{shape:?}");
+        }
+    }
+
+    #[test]
     fn max_walkable_cost_skips_walls_on_any_length() {
         for len in [1usize, 31, 32, 33, 100, 1000] {
             let mut cost = CostField::new(Grid::new(len as u32, 1).unwrap());
