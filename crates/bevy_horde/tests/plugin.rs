@@ -677,3 +677,100 @@ fn units_chase_an_entity_and_follow_a_teleport() {
     run_until_arrived(&mut app, map, &chasers, 3000);
     assert!(position(&app, chasers[0]).distance(Vec2::new(6.5, 40.5)) < 5.0);
 }
+
+#[test]
+fn bad_edits_and_bad_agents_are_reported_not_panicked_on() {
+    #[derive(Resource, Default)]
+    struct Reports(Vec<NavError>);
+    let mut app = headless(HordePlugin::default());
+    app.init_resource::<Reports>().add_systems(
+        bevy_app::Last,
+        |mut read: MessageReader<NavError>, mut reports: ResMut<Reports>| {
+            reports.0.extend(read.read().cloned());
+        },
+    );
+    let map = app
+        .world_mut()
+        .spawn(NavMap::new(CostField::new(Grid::new(16, 16).unwrap())).unwrap())
+        .id();
+    // A rectangle reaching off the map: refused whole, the map unchanged.
+    app.world_mut().write_message(NavMapEdits {
+        map,
+        edits: vec![
+            CostEdit::Cell {
+                cell: UVec2::new(3, 3),
+                cost: WALL,
+            },
+            CostEdit::Rect {
+                min: UVec2::new(10, 10),
+                max: UVec2::new(20, 12),
+                cost: WALL,
+            },
+        ],
+    });
+    // A unit at NaN, one with no body, one on a map that does not exist.
+    let nan = app
+        .world_mut()
+        .spawn((
+            NavAgent::new(map, 0.3, 3.0),
+            NavTarget::Cell(UVec2::new(8, 8)),
+            Transform::from_xyz(f32::NAN, 1.0, 0.0),
+        ))
+        .id();
+    let thin = app
+        .world_mut()
+        .spawn((
+            NavAgent::new(map, 0.0, 3.0),
+            Transform::from_xyz(2.5, 2.5, 0.0),
+        ))
+        .id();
+    let nowhere = app.world_mut().spawn_empty().id();
+    let lost = app
+        .world_mut()
+        .spawn((
+            NavAgent::new(nowhere, 0.3, 3.0),
+            Transform::from_xyz(2.5, 2.5, 0.0),
+        ))
+        .id();
+    // A good unit beside them still arrives.
+    let good = app
+        .world_mut()
+        .spawn((
+            NavAgent::new(map, 0.3, 3.0),
+            NavTarget::Cell(UVec2::new(12, 3)),
+            Transform::from_xyz(2.5, 8.5, 0.0),
+        ))
+        .id();
+    run_until_arrived(&mut app, map, &[good], 3000);
+    let nav = app.world().get::<NavMap>(map).unwrap();
+    assert_eq!(
+        nav.cost().get(UVec2::new(3, 3)),
+        Some(1),
+        "a refused batch changes nothing"
+    );
+    assert_eq!(nav.crowd().len(), 1);
+    let reports = &app.world().resource::<Reports>().0;
+    let about = |e: Entity| reports.iter().filter(|r| r.entity == e).count();
+    // Each is reported once, however many ticks pass.
+    assert_eq!(about(map), 1, "{reports:?}");
+    assert_eq!(
+        (about(nan), about(thin), about(lost)),
+        (1, 1, 1),
+        "{reports:?}"
+    );
+    assert_eq!(reports.len(), 4);
+    let text = reports
+        .iter()
+        .map(|r| r.error.to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(text.contains("position"), "{text}");
+    assert!(text.contains("radius"), "{text}");
+    assert!(text.contains("has no NavMap"), "{text}");
+    for e in [nan, thin, lost] {
+        assert_eq!(
+            app.world().get::<AgentStatus>(e),
+            Some(&AgentStatus::NoPath)
+        );
+    }
+}
