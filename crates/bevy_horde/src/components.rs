@@ -23,7 +23,17 @@ pub enum MapPlane {
 }
 
 impl MapPlane {
-    /// The point's position on the map's plane.
+    /// The point's position on the map's plane. O(1).
+    ///
+    /// ```
+    /// use bevy_horde::MapPlane;
+    /// use bevy_math::{Vec2, Vec3};
+    /// let p = Vec3::new(1.0, 2.0, 3.0);
+    /// assert_eq!(MapPlane::Xy.to_map(p), Vec2::new(1.0, 2.0));
+    /// assert_eq!(MapPlane::Xz.to_map(p), Vec2::new(1.0, 3.0));
+    /// // And back, keeping the coordinate off the plane.
+    /// assert_eq!(MapPlane::Xz.to_world(Vec2::new(5.0, 6.0), p), Vec3::new(5.0, 2.0, 6.0));
+    /// ```
     #[inline]
     pub fn to_map(self, p: Vec3) -> Vec2 {
         match self {
@@ -31,7 +41,7 @@ impl MapPlane {
             MapPlane::Xz => Vec2::new(p.x, p.z),
         }
     }
-    /// A map position back in the world, with the third coordinate taken from `keep`.
+    /// A map position back in the world, with the third coordinate taken from `keep`. O(1).
     #[inline]
     pub fn to_world(self, p: Vec2, keep: Vec3) -> Vec3 {
         match self {
@@ -143,13 +153,34 @@ impl NavMap {
         })
     }
 
-    /// The same map in another plane of the world.
+    /// The same map in another plane of the world. O(1).
+    ///
+    /// ```
+    /// use bevy_horde::{MapPlane, NavMap};
+    /// use bevy_math::{UVec2, Vec3};
+    /// let cost = horde::CostField::new(horde::Grid::new(8, 8).unwrap());
+    /// let map = NavMap::new(cost).unwrap().with_plane(MapPlane::Xz);
+    /// assert_eq!(map.cell_of(Vec3::new(2.5, 9.0, 5.5)), Some(UVec2::new(2, 5)));
+    /// assert_eq!(map.cell_center(UVec2::new(2, 5)), Vec3::new(2.5, 0.0, 5.5));
+    /// ```
     pub fn with_plane(mut self, plane: MapPlane) -> NavMap {
         self.plane = plane;
         self
     }
 
-    /// The same map with other crowd settings (separation, arrival, collision passes…).
+    /// The same map with other crowd settings (separation, arrival, collision passes…); refused
+    /// once agents have joined it, or for settings the crowd refuses. O(1).
+    ///
+    /// ```
+    /// use bevy_horde::NavMap;
+    /// use horde::crowd::CrowdConfig;
+    /// let cost = horde::CostField::new(horde::Grid::new(8, 8).unwrap());
+    /// let calm = CrowdConfig { separation_weight: 1.0, ..CrowdConfig::default() };
+    /// let map = NavMap::new(cost.clone()).unwrap().with_crowd_config(calm).unwrap();
+    /// assert_eq!(map.crowd().config().separation_weight, 1.0);
+    /// let wrong = CrowdConfig { separation_radius: -1.0, ..CrowdConfig::default() };
+    /// assert!(NavMap::new(cost).unwrap().with_crowd_config(wrong).is_err());
+    /// ```
     pub fn with_crowd_config(mut self, config: CrowdConfig) -> Result<NavMap, HordeError> {
         if !self.crowd.is_empty() {
             return Err(HordeError::MapInUse);
@@ -158,7 +189,16 @@ impl NavMap {
         Ok(self)
     }
 
-    /// The same map with another cost model (fields are rebuilt as needed).
+    /// The same map with another cost model; cached fields are dropped (and rebuilt as needed).
+    /// O(cells) per size class.
+    ///
+    /// ```
+    /// use bevy_horde::NavMap;
+    /// use horde::CostModel;
+    /// let cost = horde::CostField::new(horde::Grid::new(8, 8).unwrap());
+    /// let map = NavMap::new(cost).unwrap().with_cost_model(CostModel::Octile).unwrap();
+    /// assert_eq!(map.goals_in_use().count(), 0);
+    /// ```
     pub fn with_cost_model(self, model: CostModel) -> Result<NavMap, HordeError> {
         let bytes = self.budget_bytes;
         self.remake_cache(model, bytes)
@@ -166,6 +206,15 @@ impl NavMap {
 
     /// The same map keeping at most `bytes` of cached fields (the fields in use are kept even
     /// over budget while they are in use, though a build may evict one, which is then rebuilt).
+    /// O(cells) per size class.
+    ///
+    /// ```
+    /// use bevy_horde::NavMap;
+    /// let cost = horde::CostField::new(horde::Grid::new(64, 64).unwrap());
+    /// // Room for about three 64 × 64 fields (5 bytes per cell each).
+    /// let map = NavMap::new(cost).unwrap().with_field_budget(3 * 5 * 64 * 64).unwrap();
+    /// assert_eq!(map.cost().width(), 64);
+    /// ```
     pub fn with_field_budget(self, bytes: usize) -> Result<NavMap, HordeError> {
         let model = self.cache.model();
         self.remake_cache(model, bytes)
@@ -198,32 +247,33 @@ impl NavMap {
         Ok(class)
     }
 
-    /// The cost field as it is now (edits included).
+    /// The cost field as it is now (edits included). O(1).
     pub fn cost(&self) -> &CostField {
         self.cache.map()
     }
 
-    /// The grid: size, cell size and origin.
+    /// The grid: size, cell size and origin. O(1).
     pub fn grid(&self) -> &Grid {
         self.cache.map().grid()
     }
 
-    /// The plane the map lies in.
+    /// The plane the map lies in. O(1).
     pub fn plane(&self) -> MapPlane {
         self.plane
     }
 
-    /// The crowd moving on the map (read-only: the plugin owns it).
+    /// The crowd moving on the map (read-only: the plugin owns it). O(1).
     pub fn crowd(&self) -> &Crowd {
         &self.crowd
     }
 
-    /// The flow field toward `goal` for `class`, if it is built and cached.
+    /// The flow field toward `goal` for `class`, if it is built and cached. O(fields cached).
     pub fn flow(&self, goal: UVec2, class: SizeClass) -> Option<&FlowField> {
         self.cache.flow(FieldKey { goal, class })
     }
 
     /// The goal cells and size classes followed by at least one agent, after the last tick.
+    /// O(goals in use).
     pub fn goals_in_use(&self) -> impl Iterator<Item = FieldKey> + '_ {
         self.slots
             .iter()
@@ -232,18 +282,18 @@ impl NavMap {
     }
 
     /// How far from `goal` the pile of agents arrived there reaches, as the last crowd step
-    /// measured it (see [`Crowd::pile_radius`]); `None` if nobody follows that field.
+    /// measured it (see [`Crowd::pile_radius`]); `None` if nobody follows that field. O(1).
     pub fn pile_radius(&self, goal: UVec2, class: SizeClass) -> Option<f32> {
         let slot = *self.slot_of.get(&FieldKey { goal, class })?;
         self.crowd.pile_radius(slot)
     }
 
-    /// The cell under a world point, if it is on the map.
+    /// The cell under a world point, if it is on the map. O(1).
     pub fn cell_of(&self, p: Vec3) -> Option<UVec2> {
         self.grid().world_to_cell(self.plane.to_map(p))
     }
 
-    /// The world position of a cell's centre, at height (or depth) 0.
+    /// The world position of a cell's centre, at height (or depth) 0. O(1).
     pub fn cell_center(&self, cell: UVec2) -> Vec3 {
         self.plane
             .to_world(self.grid().cell_center(cell), Vec3::ZERO)
@@ -347,7 +397,21 @@ pub struct NavAgent {
 }
 
 impl NavAgent {
-    /// An agent on `map` of this radius and top speed, in size class 0.
+    /// An agent on `map` of this radius and top speed, in size class 0. O(1); it joins the
+    /// map's crowd at the next tick (a radius or speed not above 0, or a NaN position, is
+    /// reported as a [`NavError`] then).
+    ///
+    /// ```
+    /// use bevy_ecs::world::World;
+    /// use bevy_horde::{AgentStatus, NavAgent};
+    /// use horde::SizeClass;
+    /// let mut world = World::new();
+    /// let map = world.spawn_empty().id();
+    /// let unit = world.spawn(NavAgent::new(map, 0.4, 3.0).with_size_class(SizeClass(1))).id();
+    /// // The components it requires come with it.
+    /// assert_eq!(world.get::<AgentStatus>(unit), Some(&AgentStatus::Idle));
+    /// assert!(world.get::<bevy_transform::components::Transform>(unit).is_some());
+    /// ```
     pub fn new(map: Entity, radius: f32, speed: f32) -> NavAgent {
         NavAgent {
             map,
@@ -359,7 +423,7 @@ impl NavAgent {
         }
     }
 
-    /// The same agent in another size class.
+    /// The same agent in another size class. O(1).
     pub fn with_size_class(mut self, class: SizeClass) -> NavAgent {
         self.size_class = class;
         self

@@ -162,6 +162,20 @@ impl Default for HordePlugin {
     }
 }
 
+/// The builder methods are O(1); they only set the plugin's fields.
+///
+/// ```
+/// use std::time::Duration;
+/// use bevy_horde::{HordePlugin, Movement};
+/// let plugin = HordePlugin::default()
+///     .in_schedule(bevy_app::Update)
+///     .with_fixed_dt(1.0 / 30.0)
+///     .with_movement(Movement::Velocity)
+///     .with_cells_per_tick(1 << 16)
+///     .with_time_budget(Duration::from_millis(2));
+/// assert_eq!(plugin.settings.cells_per_tick, 1 << 16);
+/// assert_eq!(plugin.settings.movement, Movement::Velocity);
+/// ```
 impl HordePlugin {
     /// Run in another schedule (e.g. `Update`, with [`Self::with_fixed_dt`]).
     pub fn in_schedule(mut self, schedule: impl ScheduleLabel) -> Self {
