@@ -748,6 +748,33 @@ mod tests {
     }
 
     #[test]
+    fn a_box_and_a_disc_stamp_exactly_the_cells_they_cover() {
+        let stamped = |shape: Shape| {
+            let mut cost = CostField::new(Grid::new(12, 12).unwrap());
+            let n = cost.stamp(&[shape], 7).unwrap();
+            let cells: Vec<(u32, u32)> = (0..144u32)
+                .map(|i| (i % 12, i / 12))
+                .filter(|&(x, y)| cost.get(UVec2::new(x, y)) == Some(7))
+                .collect();
+            assert_eq!(n, cells.len());
+            cells
+        };
+        // A box whose edges lie on cell borders covers the cells inside, not those beside.
+        let boxed = stamped(Shape::Box {
+            min: Vec2::new(1.0, 1.0),
+            max: Vec2::new(3.0, 2.0),
+        });
+        assert_eq!(boxed, [(1, 1), (2, 1)]);
+        // A disc of radius 0.9 reaches its cell's eight neighbours and nothing further.
+        let disc = stamped(Shape::Circle {
+            center: Vec2::new(3.5, 8.5),
+            radius: 0.9,
+        });
+        let block: Vec<(u32, u32)> = (7..=9).flat_map(|y| (2..=4).map(move |x| (x, y))).collect();
+        assert_eq!(disc, block);
+    }
+
+    #[test]
     fn each_way_a_shape_can_be_wrong_is_refused_and_nothing_else() {
         let v = Vec2::new;
         let bad = [
