@@ -226,11 +226,9 @@ pub(crate) fn sync_in(
                         });
                     }
                     // A unit the game teleported heads for its target again, even if it had
-                    // arrived (the next lines send it to its field).
+                    // arrived: joining its group anew makes it a mover.
                     if settings.movement == Movement::Transform {
-                        let slot = std::mem::take(&mut link.slot);
-                        let _ = map.crowd.set_group(link.handle, 0);
-                        switch(map, link, slot);
+                        let _ = map.crowd.set_group(link.handle, link.slot);
                     }
                     link.written = p;
                 }
