@@ -318,6 +318,9 @@ pub(crate) fn fields(
                 Ok(FieldRequest::Ready(_)) => {
                     let s = match map.slots.iter().skip(1).position(|s| s.key.is_none()) {
                         Some(free) => free + 1,
+                        // Crowd groups are numbered in 16 bits: beyond 65,535 goals in use at
+                        // once, the rest wait for a slot to free up.
+                        None if map.slots.len() > u16::MAX as usize => break,
                         None => {
                             map.slots.push(Slot::default());
                             map.slots.len() - 1
