@@ -777,15 +777,19 @@ impl Crowd {
     /// }
     /// ```
     pub fn handles(&self) -> impl Iterator<Item = AgentHandle> + '_ {
-        (0..self.flags.len())
-            .filter(|&i| self.flags[i].is_alive())
-            .map(|i| {
-                let id = self.ids[i];
-                AgentHandle {
-                    index: id,
-                    generation: self.id_generations[id as usize],
-                }
-            })
+        self.living_slots().map(|i| self.handle_of_slot(i))
+    }
+    /// The slots of living agents, in order.
+    fn living_slots(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.flags.len()).filter(|&i| self.flags[i].is_alive())
+    }
+    /// The handle of the agent in slot `i`.
+    fn handle_of_slot(&self, i: usize) -> AgentHandle {
+        let id = self.ids[i];
+        AgentHandle {
+            index: id,
+            generation: self.id_generations[id as usize],
+        }
     }
     /// Every living agent in slot order, with its position, velocity, state and stuck flag:
     /// one pass over memory, for copying a whole crowd out (an engine's transforms) at far less
@@ -805,21 +809,13 @@ impl Crowd {
     /// assert_eq!((all[0].handle, all[0].position), (b, Vec2::new(5.5, 5.5)));
     /// ```
     pub fn snapshot(&self) -> impl Iterator<Item = AgentSnapshot> + '_ {
-        (0..self.flags.len())
-            .filter(|&i| self.flags[i].is_alive())
-            .map(|i| {
-                let id = self.ids[i];
-                AgentSnapshot {
-                    handle: AgentHandle {
-                        index: id,
-                        generation: self.id_generations[id as usize],
-                    },
-                    position: self.positions[i],
-                    velocity: self.velocities[i],
-                    state: self.states[i],
-                    stuck: self.flags[i].is_stuck(),
-                }
-            })
+        self.living_slots().map(|i| AgentSnapshot {
+            handle: self.handle_of_slot(i),
+            position: self.positions[i],
+            velocity: self.velocities[i],
+            state: self.states[i],
+            stuck: self.flags[i].is_stuck(),
+        })
     }
     /// The number of ids handed out so far (living agents' ids are below it): the length of a
     /// table indexed by [`AgentHandle::id`].
