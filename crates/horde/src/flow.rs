@@ -566,6 +566,31 @@ mod tests {
     }
 
     #[test]
+    fn each_special_cell_reads_as_what_it_is_both_ways() {
+        use crate::{CostField, CostModel, Grid, IntegrationBuilder, WALL};
+        // Goal at x = 0, a wall at x = 2 sealing off x = 3.
+        let mut cost = CostField::new(Grid::new(4, 1).unwrap());
+        cost.set(UVec2::new(2, 0), WALL).unwrap();
+        let mut b = IntegrationBuilder::new();
+        b.build(&cost, &[UVec2::new(0, 0)], CostModel::TenFourteen)
+            .unwrap();
+        let mut flow = FlowField::new(*cost.grid());
+        b.flow_into(&mut flow).unwrap();
+        let goal = FlowSample::Goal;
+        let wall = FlowSample::NoDirection(NoDirection::Wall);
+        let cut_off = FlowSample::NoDirection(NoDirection::Unreachable);
+        for (x, want) in [(0, goal), (2, wall), (3, cut_off)] {
+            let p = Vec2::new(x as f32 + 0.5, 0.5);
+            assert_eq!(flow.sample_nearest(p), want, "cell {x}");
+            assert_eq!(flow.sample_bilinear(p), want, "cell {x}");
+        }
+        assert!(flow.is_goal(UVec2::new(0, 0)));
+        assert!(!flow.is_goal(UVec2::new(1, 0)));
+        assert!(!flow.is_goal(UVec2::new(2, 0)));
+        assert!(!flow.is_goal(UVec2::new(9, 0)));
+    }
+
+    #[test]
     fn terrain_of_the_cell_left_prices_each_arrow() {
         let mut cost = CostField::new(Grid::new(4, 1).unwrap());
         cost.set(UVec2::new(2, 0), 9).unwrap();
