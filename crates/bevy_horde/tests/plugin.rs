@@ -25,6 +25,11 @@ fn headless(plugin: HordePlugin) -> App {
     app
 }
 
+/// A map entity over `cost`, with the default settings.
+fn spawn_map(app: &mut App, cost: CostField) -> Entity {
+    app.world_mut().spawn(NavMap::new(cost).unwrap()).id()
+}
+
 /// `n` agents on `map`, on a grid of spots in the rectangle `min..max` (cells), heading to
 /// `goal`.
 fn spawn_block(
@@ -144,10 +149,7 @@ fn walled_map() -> CostField {
 #[test]
 fn a_thousand_agents_on_a_walled_map_all_arrive() {
     let mut app = headless(HordePlugin::default());
-    let map = app
-        .world_mut()
-        .spawn(NavMap::new(walled_map()).unwrap())
-        .id();
+    let map = spawn_map(&mut app, walled_map());
     let goal = UVec2::new(56, 20);
     let agents = spawn_block(
         &mut app,
@@ -177,7 +179,7 @@ fn a_wall_across_the_route_mid_run_reroutes_everyone() {
     let mut app = headless(HordePlugin::default());
     // Open ground: the straight route runs along row 20.
     let cost = CostField::new(Grid::new(64, 40).unwrap());
-    let map = app.world_mut().spawn(NavMap::new(cost).unwrap()).id();
+    let map = spawn_map(&mut app, cost);
     let goal = UVec2::new(58, 20);
     let agents = spawn_block(
         &mut app,
@@ -241,10 +243,7 @@ fn a_wall_across_the_route_mid_run_reroutes_everyone() {
 #[test]
 fn agents_and_maps_come_and_go_mid_run() {
     let mut app = headless(HordePlugin::default());
-    let map = app
-        .world_mut()
-        .spawn(NavMap::new(walled_map()).unwrap())
-        .id();
+    let map = spawn_map(&mut app, walled_map());
     let goal = UVec2::new(56, 20);
     let agents = spawn_block(
         &mut app,
@@ -312,10 +311,7 @@ fn agents_and_maps_come_and_go_mid_run() {
     assert_eq!(reported, expected);
 
     // A new map: the agents move over to it and arrive there.
-    let second = app
-        .world_mut()
-        .spawn(NavMap::new(walled_map()).unwrap())
-        .id();
+    let second = spawn_map(&mut app, walled_map());
     for &e in &all {
         app.world_mut().get_mut::<NavAgent>(e).unwrap().map = second;
     }
@@ -338,7 +334,7 @@ fn two_maps_and_two_size_classes() {
         .unwrap();
     let mut sized = NavMap::new(cost.clone()).unwrap();
     let big = sized.add_size_class(0.9).unwrap();
-    let small_map = app.world_mut().spawn(NavMap::new(cost).unwrap()).id();
+    let small_map = spawn_map(&mut app, cost);
     let sized_map = app.world_mut().spawn(sized).id();
     let goal = UVec2::new(40, 8);
     let small = spawn_block(
@@ -409,7 +405,7 @@ fn scene_bits(threads: usize, ticks: usize) -> (Vec<[u32; 3]>, usize) {
         let cost = bevy_horde::horde::maps::demo_map();
         let goals =
             [UVec2::new(100, 110), UVec2::new(110, 10)].map(|g| cost.nearest_walkable(g).unwrap());
-        let map = app.world_mut().spawn(NavMap::new(cost).unwrap()).id();
+        let map = spawn_map(&mut app, cost);
         let mut agents = spawn_block(
             &mut app,
             map,
@@ -472,7 +468,7 @@ fn the_debug_plugin_draws_each_layer_and_switches_off() {
     let mut cost = CostField::new(Grid::new(20, 10).unwrap());
     cost.set(UVec2::new(10, 5), WALL).unwrap();
     cost.set(UVec2::new(12, 5), 40).unwrap();
-    let map = app.world_mut().spawn(NavMap::new(cost).unwrap()).id();
+    let map = spawn_map(&mut app, cost);
     spawn_block(
         &mut app,
         map,
@@ -519,10 +515,7 @@ fn the_debug_plugin_draws_each_layer_and_switches_off() {
 fn a_small_field_budget_spreads_builds_over_ticks_while_units_wait() {
     // 500 cells of work per tick: a 64 × 40 field takes several ticks.
     let mut app = headless(HordePlugin::default().with_cells_per_tick(500));
-    let map = app
-        .world_mut()
-        .spawn(NavMap::new(walled_map()).unwrap())
-        .id();
+    let map = spawn_map(&mut app, walled_map());
     let goal = UVec2::new(56, 20);
     let agents = spawn_block(
         &mut app,
@@ -574,10 +567,7 @@ fn with_velocity_movement_the_game_moves_the_units() {
         })
         .after(HordeSystems::SyncOut),
     );
-    let map = app
-        .world_mut()
-        .spawn(NavMap::new(walled_map()).unwrap())
-        .id();
+    let map = spawn_map(&mut app, walled_map());
     let goal = UVec2::new(56, 20);
     let agents = spawn_block(
         &mut app,
@@ -612,10 +602,7 @@ fn with_velocity_movement_the_game_moves_the_units() {
 #[test]
 fn units_chase_an_entity_and_follow_a_teleport() {
     let mut app = headless(HordePlugin::default());
-    let map = app
-        .world_mut()
-        .spawn(NavMap::new(CostField::new(Grid::new(48, 48).unwrap())).unwrap())
-        .id();
+    let map = spawn_map(&mut app, CostField::new(Grid::new(48, 48).unwrap()));
     let flag = app
         .world_mut()
         .spawn(Transform::from_xyz(40.5, 40.5, 0.0))
@@ -689,10 +676,7 @@ fn bad_edits_and_bad_agents_are_reported_not_panicked_on() {
             reports.0.extend(read.read().cloned());
         },
     );
-    let map = app
-        .world_mut()
-        .spawn(NavMap::new(CostField::new(Grid::new(16, 16).unwrap())).unwrap())
-        .id();
+    let map = spawn_map(&mut app, CostField::new(Grid::new(16, 16).unwrap()));
     // A rectangle reaching off the map: refused whole, the map unchanged.
     app.world_mut().write_message(NavMapEdits {
         map,
