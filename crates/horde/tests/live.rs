@@ -309,3 +309,41 @@ fn the_cache_evicts_the_least_recently_used_field() {
     assert!(cache.memory_bytes() <= 2 * one);
     assert!(cache.request(goals[0], SizeClass(9)).is_err());
 }
+
+#[test]
+fn the_cache_reports_what_an_edit_changed_and_repaired() {
+    let map = horde::maps::demo_map();
+    let mut cache = FieldCache::new(map, CostModel::TenFourteen, usize::MAX);
+    cache.request(UVec2::new(64, 64), SizeClass(0)).unwrap();
+    cache.request(UVec2::new(20, 20), SizeClass(0)).unwrap();
+    let (min, max) = (UVec2::new(70, 70), UVec2::new(73, 73));
+    let open = (70..=73)
+        .flat_map(|y| (70..=73).map(move |x| UVec2::new(x, y)))
+        .filter(|&c| cache.map().is_walkable(c))
+        .count();
+    assert!(open > 0);
+    let wall = CostEdit::Rect {
+        min,
+        max,
+        cost: WALL,
+    };
+    let report = cache.apply_edits(&[wall]).unwrap();
+    assert_eq!(report.changed_cells, open);
+    assert_eq!(report.repaired, 2);
+    // The same edit again changes nothing and repairs nothing.
+    let report = cache.apply_edits(&[wall]).unwrap();
+    assert_eq!(report.changed_cells, 0);
+    assert_eq!(report.repaired, 0);
+}
+
+#[test]
+fn the_repairers_builder_keeps_its_state_between_calls() {
+    let cost = horde::maps::demo_map();
+    let mut rep = FieldRepairer::new();
+    assert!(!rep.builder().has_field());
+    rep.builder()
+        .build(&cost, &[UVec2::new(64, 64)], CostModel::TenFourteen)
+        .unwrap();
+    // The getter hands out the repairer's own builder, so the build is still there.
+    assert!(rep.builder().has_field());
+}
