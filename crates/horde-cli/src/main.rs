@@ -25,6 +25,7 @@ mod peers;
 mod render;
 mod route;
 mod scen;
+mod serve;
 mod sim;
 mod util;
 
@@ -66,6 +67,8 @@ enum Command {
     Dungeon(dungeon::Args),
     /// Run a crowd following one flow field; report arrivals, overlap, speed; optionally a GIF.
     Sim(sim::Args),
+    /// A playground in the browser: paint a map, drop goals, watch fields and a crowd live.
+    Serve(serve::Args),
 }
 
 fn main() -> ExitCode {
@@ -93,6 +96,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(a)) => bench::run(&a),
         Some(Command::Dungeon(a)) => dungeon::run(&a),
         Some(Command::Sim(a)) => sim::run(&a),
+        Some(Command::Serve(a)) => serve::run(&a),
     };
     match result {
         Ok(code) => code,
