@@ -792,6 +792,89 @@ mod tests {
     }
 
     #[test]
+    fn flee_seeds_are_the_scaled_values_turned_upside_down() {
+        // A row with a wall and a cell cut off behind it: 0, 10, 20, 30, wall, unreachable.
+        let mut cost = open(6, 1);
+        cost.set(UVec2::new(4, 0), WALL).unwrap();
+        let threat = IntegrationBuilder::new()
+            .build(&cost, &[UVec2::new(0, 0)], CostModel::TenFourteen)
+            .unwrap();
+        assert_eq!(threat.values()[..4], [0, 10, 20, 30]);
+        // top = round(30 × 1.5) = 45; seed = top − round(v × 1.5); unreachable cells left out.
+        let seeds = threat.flee_seeds(1.5).unwrap();
+        let expect: Vec<(UVec2, u32)> = [45, 30, 15, 0]
+            .iter()
+            .enumerate()
+            .map(|(x, &s)| (UVec2::new(x as u32, 0), s))
+            .collect();
+        assert_eq!(seeds, expect);
+        // A factor of 1 mirrors the field; a tiny factor rounds everything to 0.
+        let mirror: Vec<u32> = threat
+            .flee_seeds(1.0)
+            .unwrap()
+            .iter()
+            .map(|s| s.1)
+            .collect();
+        assert_eq!(mirror, [30, 20, 10, 0]);
+        assert!(threat.flee_seeds(1e-9).unwrap().iter().all(|s| s.1 == 0));
+        for bad in [0.0, -1.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            assert!(
+                matches!(threat.flee_seeds(bad), Err(IntegrationError::BadFactor(_))),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn costs_are_read_in_cost_units() {
+        let mut cost = open(4, 2);
+        cost.set(UVec2::new(2, 0), WALL).unwrap();
+        cost.set(UVec2::new(2, 1), WALL).unwrap();
+        for (model, straight) in [(CostModel::TenFourteen, 1.0), (CostModel::Octile, 1.0)] {
+            let f = IntegrationBuilder::new()
+                .build(&cost, &[UVec2::new(0, 0)], model)
+                .unwrap();
+            assert_eq!(f.cost(UVec2::new(0, 0)), Some(0.0));
+            let one = f.cost(UVec2::new(1, 0)).unwrap();
+            match model {
+                // 10-14 reports its integers; octile its raw units over the scale.
+                CostModel::TenFourteen => assert_eq!(one, 10.0),
+                CostModel::Octile => assert!((one - straight).abs() < 1e-9, "{one}"),
+            }
+            let diag = f.cost(UVec2::new(1, 1)).unwrap();
+            assert_eq!(diag, model.to_cost(f.get(UVec2::new(1, 1)).unwrap()));
+            assert!(diag > one);
+            assert_eq!(f.cost(UVec2::new(3, 0)), None, "cut off");
+            assert_eq!(f.cost(UVec2::new(2, 0)), None, "a wall");
+            assert_eq!(f.cost(UVec2::new(4, 0)), None, "off the map");
+        }
+    }
+
+    #[test]
+    fn a_seed_may_hold_the_largest_safe_value_and_no_more() {
+        let cost = open(1, 1);
+        for model in [CostModel::TenFourteen, CostModel::Octile] {
+            let limit = UNREACHABLE - 1 - model.diagonal() * WALL as u32;
+            let mut b = IntegrationBuilder::new();
+            let f = b
+                .build_seeded(&cost, &[(UVec2::ZERO, limit)], model)
+                .unwrap();
+            assert_eq!(f.values(), &[limit]);
+            assert_eq!(
+                b.build_seeded(&cost, &[(UVec2::ZERO, limit + 1)], model),
+                Err(IntegrationError::Overflow { x: 0, y: 0, limit })
+            );
+        }
+        // Seeds above what the row sweeps hold (2^31) are the wave's, and count in full.
+        let row = open(3, 1);
+        let big = 3_000_000_000;
+        let f = IntegrationBuilder::new()
+            .build_seeded(&row, &[(UVec2::ZERO, big)], CostModel::TenFourteen)
+            .unwrap();
+        assert_eq!(f.values(), &[big, big + 10, big + 20]);
+    }
+
+    #[test]
     fn open_ground_gives_octile_distances() {
         let cost = open(9, 7);
         let mut b = IntegrationBuilder::new();

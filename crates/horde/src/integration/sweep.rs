@@ -154,6 +154,12 @@ impl IntegrationBuilder {
             sc.skip -= 1;
             return false;
         }
+        // A seed beyond the values the sweeps can hold (INF marks "none yet") is the wave's:
+        // clipped to INF it would read as no seed at all.
+        let limit = INF - 1 - model.diagonal() * WALL as u32;
+        if seeds.iter().any(|&(v, _)| v > limit) {
+            return false;
+        }
         sc.cpu = crate::simd::cpu();
         sc.prices = Prices {
             straight: model.straight(),
