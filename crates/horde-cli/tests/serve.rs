@@ -415,6 +415,9 @@ fn the_browser_paints_a_wall_places_a_goal_and_watches_500_arrive() {
     assert!(fps >= 30.0, "{fps} agent frames per second");
     let latency = &r["repairLatency"];
     assert!(latency["count"].as_u64().unwrap() >= 24, "{latency}");
-    let median = latency["median"].as_f64().unwrap();
-    assert!(median <= 50.0, "median stroke-to-field time {median} ms");
+    // Every piece of a stroke is timed from the page sending it to the page holding its
+    // repaired field. Nine in ten within 50 ms (the slowest are printed above; here they stay
+    // under 50 ms when the machine is otherwise idle).
+    let p90 = latency["p90"].as_f64().unwrap();
+    assert!(p90 <= 50.0, "90th percentile stroke-to-field time {p90} ms");
 }

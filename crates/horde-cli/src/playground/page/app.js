@@ -34,7 +34,11 @@ const S = {
   view: { scale: 4, ox: 0, oy: 0 },
   group: 0,
   stroke: 0,
+  // What needs drawing again: the agents over the background (dirty), or the background too
+  // (bgDirty: terrain, cost to goal, arrows and goals, drawn once into `bg` and reused).
   dirty: true,
+  bgDirty: true,
+  bg: document.createElement('canvas'),
   limits: { max_upload_bytes: 8 << 20, max_side: 2048 },
 };
 
@@ -80,7 +84,7 @@ function onText(text) {
       S.groups = m.groups;
       S.playing = m.playing;
       $('play').textContent = S.playing ? 'Pause' : 'Play';
-      S.dirty = true;
+      S.bgDirty = true;
       break;
     case 'map_file': download(new Blob([m.text], { type: 'text/plain' }), m.name); break;
   }
@@ -152,8 +156,10 @@ function onFrame(buf) {
     H.agentFrames++;
     frameTimes.push(performance.now());
     if (H.onAgents) H.onAgents(a);
+    S.dirty = true;
+    return;
   }
-  S.dirty = true;
+  S.bgDirty = true;
 }
 
 // ---- pictures of the layers ----------------------------------------------------------------
@@ -182,7 +188,7 @@ function drawTerrain(x0 = 0, y0 = 0, rw = S.w, rh = S.h) {
     }
   }
   S.terrain.getContext('2d').putImageData(terrainImage, 0, 0, x0, y0, rw, rh);
-  S.dirty = true;
+  S.bgDirty = true;
 }
 
 const VIRIDIS_LUT = [];
@@ -219,7 +225,7 @@ function drawHeat(x0 = 0, y0 = 0, rw = S.w, rh = S.h) {
     }
   }
   S.heat.getContext('2d').putImageData(heatImage, 0, 0, x0, y0, rw, rh);
-  S.dirty = true;
+  S.bgDirty = true;
 }
 
 for (let k = 0; k < 256; k++) VIRIDIS_LUT.push(viridis(k / 255));
@@ -229,7 +235,7 @@ function resize() {
   const r = canvas.getBoundingClientRect();
   canvas.width = Math.max(1, Math.round(r.width));
   canvas.height = Math.max(1, Math.round(r.height));
-  S.dirty = true;
+  S.bgDirty = true;
 }
 
 function fitView() {
@@ -237,7 +243,7 @@ function fitView() {
   S.view.scale = scale;
   S.view.ox = -(canvas.width / scale - S.w) / 2;
   S.view.oy = -(canvas.height / scale - S.h) / 2;
-  S.dirty = true;
+  S.bgDirty = true;
 }
 
 function toCell(ev) {
@@ -247,6 +253,21 @@ function toCell(ev) {
 
 function draw() {
   S.dirty = false;
+  if (S.bgDirty) drawBackground();
+  ctx.setTransform(1, 0, 0, 1, 0, 0);
+  ctx.drawImage(S.bg, 0, 0);
+  if (S.costs && $('layer-agents').checked) {
+    const { scale, ox, oy } = S.view;
+    drawAgents((x) => (x - ox) * scale, (y) => (y - oy) * scale, scale);
+  }
+}
+
+function drawBackground() {
+  S.bgDirty = false;
+  if (S.bg.width !== canvas.width || S.bg.height !== canvas.height) {
+    S.bg.width = canvas.width; S.bg.height = canvas.height;
+  }
+  const ctx = S.bg.getContext('2d');
   const { scale, ox, oy } = S.view;
   ctx.setTransform(1, 0, 0, 1, 0, 0);
   ctx.fillStyle = '#15171c';
@@ -303,7 +324,6 @@ function draw() {
       }
     });
   }
-  if ($('layer-agents').checked) drawAgents(sx, sy, scale);
 }
 
 function drawAgents(sx, sy, scale) {
@@ -408,7 +428,7 @@ canvas.addEventListener('pointermove', (ev) => {
     S.view.ox -= (ev.clientX - drag.x) / S.view.scale;
     S.view.oy -= (ev.clientY - drag.y) / S.view.scale;
     drag.x = ev.clientX; drag.y = ev.clientY;
-    S.dirty = true;
+    S.bgDirty = true;
   } else if (drag.paint) {
     if (Math.hypot(p.x - drag.last.x, p.y - drag.last.y) < 0.25) return;
     send({ t: 'paint', stroke: S.stroke, x0: drag.last.x, y0: drag.last.y, x1: p.x, y1: p.y, brush: num('brush'), cost: paintCost() });
@@ -439,7 +459,7 @@ canvas.addEventListener('wheel', (ev) => {
   S.view.ox = p.x - (ev.clientX - r.left) / scale;
   S.view.oy = p.y - (ev.clientY - r.top) / scale;
   S.view.scale = scale;
-  S.dirty = true;
+  S.bgDirty = true;
 }, { passive: false });
 
 window.addEventListener('keydown', (ev) => {
@@ -476,7 +496,7 @@ $('play').onclick = () => send({ t: S.playing ? 'pause' : 'play' });
 $('step').onclick = () => send({ t: 'step' });
 $('clear').onclick = () => send({ t: 'clear' });
 $('layer-terrain').onchange = () => drawTerrain();
-for (const id of ['layer-heat', 'layer-arrows', 'layer-goals', 'layer-agents']) $(id).onchange = () => { S.dirty = true; };
+for (const id of ['layer-heat', 'layer-arrows', 'layer-goals', 'layer-agents']) $(id).onchange = () => { S.bgDirty = true; };
 $('generate').onclick = () => send({ t: 'generate', width: num('gen-w'), height: num('gen-h'), rooms: num('gen-rooms'), seed: num('gen-seed'), loops: num('gen-loops') });
 $('save-map').onclick = () => send({ t: 'save' });
 $('save-png').onclick = () => canvas.toBlob((b) => download(b, 'playground.png'));
@@ -497,7 +517,7 @@ $('file').onchange = async () => {
 
 window.addEventListener('resize', () => { resize(); });
 function loop() {
-  if (S.dirty) {
+  if (S.dirty || S.bgDirty) {
     const t = performance.now();
     draw();
     H.drawMs = performance.now() - t;
