@@ -875,6 +875,31 @@ mod tests {
     }
 
     #[test]
+    fn a_time_budget_runs_to_the_end_and_stops_there() {
+        // More cells than one slice of work (4096), a budget far longer than the build: one
+        // call finishes it, and returns as soon as it is done rather than when the hour is up.
+        let mut cost = open(100, 100);
+        cost.fill_rect(UVec2::new(50, 0), UVec2::new(50, 90), WALL)
+            .unwrap();
+        let goal = [UVec2::new(10, 10)];
+        let mut b = IntegrationBuilder::new();
+        b.start(&cost, &goal, CostModel::TenFourteen).unwrap();
+        let progress = b.advance_for(std::time::Duration::from_secs(3600)).unwrap();
+        assert_eq!(
+            progress,
+            BuildProgress::Done(WaveStats {
+                settled: 100 * 100 - 91
+            })
+        );
+        let mut sliced = IntegrationField::new(*cost.grid(), CostModel::TenFourteen);
+        b.finish_into(&mut sliced).unwrap();
+        let whole = IntegrationBuilder::new()
+            .build(&cost, &goal, CostModel::TenFourteen)
+            .unwrap();
+        assert_eq!(sliced, whole);
+    }
+
+    #[test]
     fn open_ground_gives_octile_distances() {
         let cost = open(9, 7);
         let mut b = IntegrationBuilder::new();
