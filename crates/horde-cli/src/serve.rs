@@ -21,7 +21,7 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use horde::CostField;
 use horde_cli::playground::protocol::{RateLimit, error_reply, parse_request, reply};
-use horde_cli::playground::{MAX_AGENTS, MAX_SIDE, MAX_UPLOAD_BYTES, Session};
+use horde_cli::playground::{MAX_AGENTS, MAX_SIDE, MAX_UPLOAD_BYTES, Reply, Session};
 
 use crate::util::load_map;
 
@@ -194,7 +194,8 @@ async fn serve_tab(socket: &mut WebSocket, session: &mut Session) -> Result<(), 
                     _ => Ok(None),
                 };
                 match outcome {
-                    Ok(Some(text)) => socket.send(Message::Text(text.into())).await?,
+                    Ok(Some(Reply::Text(text))) => socket.send(Message::Text(text.into())).await?,
+                    Ok(Some(Reply::Binary(frame))) => socket.send(Message::Binary(frame.into())).await?,
                     Ok(None) => {}
                     Err(e) => socket.send(Message::Text(error_reply(&e).into())).await?,
                 }

@@ -767,6 +767,45 @@ pub fn read_png_map(path: impl AsRef<Path>, max_cells: u64) -> Result<CostField,
     parse_png_map(&read(path, cap)?, &shown_path(path), max_cells)
 }
 
+/// A cost field as a greyscale PNG that [`parse_png_map`] reads back exactly: walls black, plain
+/// ground white, each terrain cost 2–254 the grey level that reads as it (unlike a `.map` file,
+/// which holds only 1–9). O(cells).
+///
+/// ```
+/// use glam::UVec2;
+/// let mut map = horde::CostField::new(horde::Grid::new(3, 2).unwrap());
+/// map.set(UVec2::new(1, 0), horde::WALL).unwrap();
+/// map.set(UVec2::new(2, 1), 200).unwrap();
+/// let png = horde::io::png_map_bytes(&map).unwrap();
+/// assert_eq!(horde::io::parse_png_map(&png, "map.png", 1 << 20).unwrap(), map);
+/// ```
+#[cfg(feature = "png")]
+#[cfg_attr(docsrs, doc(cfg(feature = "png")))]
+pub fn png_map_bytes(cost: &CostField) -> Result<Vec<u8>, MapError> {
+    // The grey level of each cost: the first level that `parse_png_map` reads as it (every
+    // cost has one, as a level step moves the cost by less than 1).
+    let mut grey = [0u8; 256];
+    for v in (1..=255u32).rev() {
+        let c = 1 + ((255 - v) * 253 + 127) / 255;
+        grey[c as usize] = v as u8;
+    }
+    let pixels: Vec<u8> = cost.costs().iter().map(|&c| grey[c as usize]).collect();
+    let mut bytes = Vec::new();
+    let bad = |e: png::EncodingError| MapError::Image {
+        file: "the PNG map".to_owned(),
+        reason: e.to_string(),
+    };
+    let mut encoder = png::Encoder::new(&mut bytes, cost.width(), cost.height());
+    encoder.set_color(png::ColorType::Grayscale);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder
+        .write_header()
+        .map_err(bad)?
+        .write_image_data(&pixels)
+        .map_err(bad)?;
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -782,6 +821,16 @@ mod tests {
         assert!(err.contains("dd/name.map"), "{err}");
         let odd = read_map("/tmp/no\u{7}such.map").unwrap_err().to_string();
         assert!(odd.starts_with("/tmp/no\\u{7}such.map"), "{odd}");
+    }
+
+    #[cfg(feature = "png")]
+    #[test]
+    fn every_cost_survives_a_png_map() {
+        let grid = crate::grid::Grid::new(255, 1).unwrap();
+        let costs: Vec<u8> = (1..=255).collect();
+        let map = CostField::from_costs(grid, costs).unwrap();
+        let png = png_map_bytes(&map).unwrap();
+        assert_eq!(parse_png_map(&png, "t.png", 1 << 20).unwrap(), map);
     }
 
     fn err(text: &str) -> String {

@@ -23,7 +23,7 @@ use horde::{
 use rand::{Rng, SeedableRng};
 use thiserror::Error;
 
-use protocol::{AGENT_FRAME, FIELD_FRAME, MAP_FRAME, push_f32, push_u32};
+use protocol::{AGENT_FRAME, FIELD_FRAME, MAP_FRAME, MAP_PNG_FRAME, push_f32, push_u32};
 pub use protocol::{AgentCode, Request};
 
 /// Groups (goals) a session holds.
@@ -101,6 +101,15 @@ pub enum PlayError {
     /// A refused map edit.
     #[error(transparent)]
     Cost(#[from] CostError),
+}
+
+/// An answer for the page at once.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// A JSON reply.
+    Text(String),
+    /// A binary frame.
+    Binary(Vec<u8>),
 }
 
 /// Timings and counts shown in the page's corner.
@@ -248,9 +257,9 @@ impl Session {
         self.figures
     }
 
-    /// Carry out one request. `Ok(Some(text))` is a reply for the page at once (the saved
-    /// map); everything else reaches the page through [`Session::frames`].
-    pub fn handle(&mut self, request: Request) -> Result<Option<String>, PlayError> {
+    /// Carry out one request. `Ok(Some(reply))` is for the page at once (a saved map);
+    /// everything else reaches the page through [`Session::frames`].
+    pub fn handle(&mut self, request: Request) -> Result<Option<Reply>, PlayError> {
         match request {
             Request::Paint {
                 stroke,
@@ -311,10 +320,15 @@ impl Session {
             } => self.generate(width, height, rooms, seed, loops)?,
             Request::Save {} => {
                 let text = horde::io::write_map(&self.cost)?;
-                return Ok(Some(protocol::reply(
+                return Ok(Some(Reply::Text(protocol::reply(
                     "map_file",
                     serde_json::json!({ "name": "playground.map", "text": text }),
-                )));
+                ))));
+            }
+            Request::SavePng {} => {
+                let mut frame = vec![MAP_PNG_FRAME, 0, 0, 0];
+                frame.extend(horde::io::png_map_bytes(&self.cost)?);
+                return Ok(Some(Reply::Binary(frame)));
             }
         }
         Ok(None)

@@ -17,6 +17,8 @@
 //! - [`AGENT_FRAME`]: `u8 tag, u8 0, u16 0, u32 count, f32 x[count], f32 y[count],
 //!   u8 state[count], u8 group[count], u8 radius[count]` — positions in cells, states as
 //!   [`AgentCode`], radii in hundredths of a cell.
+//! - [`MAP_PNG_FRAME`]: `u8 tag, u8 0, u16 0`, then a greyscale PNG of the map that
+//!   `horde` reads back exactly (`horde::io::png_map_bytes`).
 
 use serde::Deserialize;
 
@@ -26,6 +28,8 @@ pub const MAP_FRAME: u8 = 1;
 pub const FIELD_FRAME: u8 = 2;
 /// Tag of an agent frame.
 pub const AGENT_FRAME: u8 = 3;
+/// Tag of a saved map as a greyscale PNG (the answer to [`Request::SavePng`]).
+pub const MAP_PNG_FRAME: u8 = 4;
 
 /// A request from the page.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -85,8 +89,12 @@ pub enum Request {
         seed: u64,
         loops: f32,
     },
-    /// Ask for the map as a `.map` file (answered by a `map_file` reply).
+    /// Ask for the map as a `.map` file (answered by a `map_file` reply; refused when terrain
+    /// costs above 9, which a `.map` file cannot hold, are on the map).
     Save {},
+    /// Ask for the map as a greyscale PNG, which holds every terrain cost (answered by a
+    /// [`MAP_PNG_FRAME`]).
+    SavePng {},
 }
 
 /// What an agent is doing, as one byte of an agent frame.

@@ -191,7 +191,9 @@ fn uploads_replace_the_map_or_say_why_not() {
     // Still the 3 x 2 map.
     assert_eq!((s.map().width(), s.map().height()), (3, 2));
     // Saved, it reads back the same.
-    let saved = s.handle(Request::Save {}).unwrap().unwrap();
+    let Some(Reply::Text(saved)) = s.handle(Request::Save {}).unwrap() else {
+        panic!("a text reply")
+    };
     let v: serde_json::Value = serde_json::from_str(&saved).unwrap();
     assert_eq!(v["t"], "map_file");
     let text = v["text"].as_str().unwrap();

@@ -143,6 +143,9 @@ function onFrame(buf) {
     for (const t of pendingPaints) H.repairLatencies.push(now - t);
     pendingPaints.length = 0;
     H.fieldFrames++;
+  } else if (tag === 4) {
+    download(new Blob([new Uint8Array(buf, 4)], { type: 'image/png' }), 'playground-map.png');
+    return;
   } else if (tag === 3) {
     const n = dv.getUint32(4, true);
     let at = 8;
@@ -499,6 +502,7 @@ $('layer-terrain').onchange = () => drawTerrain();
 for (const id of ['layer-heat', 'layer-arrows', 'layer-goals', 'layer-agents']) $(id).onchange = () => { S.bgDirty = true; };
 $('generate').onclick = () => send({ t: 'generate', width: num('gen-w'), height: num('gen-h'), rooms: num('gen-rooms'), seed: num('gen-seed'), loops: num('gen-loops') });
 $('save-map').onclick = () => send({ t: 'save' });
+$('save-map-png').onclick = () => send({ t: 'save_png' });
 $('save-png').onclick = () => canvas.toBlob((b) => download(b, 'playground.png'));
 $('file').onchange = async () => {
   const file = $('file').files[0];
