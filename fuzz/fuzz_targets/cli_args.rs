@@ -1,5 +1,5 @@
-//! The CLI's argument-value parsers (counts, numbers, cells, sizes, ranges, rectangles, cost
-//! edits): a value that keeps its promises, or a short message without control characters,
+//! The CLI's argument-value parsers (counts, numbers, cells, sizes, ranges, rectangles, groups,
+//! cost edits): a value that keeps its promises, or a short message without control characters,
 //! never a panic.
 #![no_main]
 
@@ -23,6 +23,9 @@ fuzz_target!(|text: &str| {
     short(args::parse_size(text).map(drop));
     short(args::parse_range(text).map(drop));
     short(args::parse_rect(text).map(|(lo, hi)| assert!(lo.x <= hi.x && lo.y <= hi.y)));
+    short(args::parse_group(text).map(|g| {
+        assert!(g.agents >= 1 && g.spawn.0.x <= g.spawn.1.x && g.spawn.0.y <= g.spawn.1.y);
+    }));
     short(args::parse_edit(text).map(|e| match e {
         CostEdit::Rect { min, max, cost } => {
             assert!(min.x <= max.x && min.y <= max.y && cost >= 1);

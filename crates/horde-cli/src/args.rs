@@ -1,6 +1,6 @@
 //! The parsers of the CLI's argument values: counts and numbers in ranges, cells, sizes,
-//! ranges, rectangles and cost edits. Each refusal names the value (quoted and cut to a
-//! screenful by `horde::io::quoted`) and what is allowed; none panics, whatever the text
+//! ranges, rectangles, crowd groups and cost edits. Each refusal names the value (quoted and cut
+//! to a screenful by `horde::io::quoted`) and what is allowed; none panics, whatever the text
 //! (fuzzed: `fuzz/fuzz_targets/cli_args.rs`).
 
 use glam::UVec2;
@@ -118,6 +118,38 @@ pub fn parse_rect(s: &str) -> Result<(UVec2, UVec2), String> {
     Ok((UVec2::new(n[0], n[1]), UVec2::new(n[2], n[3])))
 }
 
+/// One group of `horde sim --group`: its goal cell, the rectangle it spawns in (corners
+/// inclusive) and how many agents it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupSpec {
+    /// Goal cell.
+    pub goal: UVec2,
+    /// Spawn rectangle: top-left and bottom-right corners, inclusive.
+    pub spawn: (UVec2, UVec2),
+    /// Agents in the group, 1 to 10,000,000.
+    pub agents: usize,
+}
+
+/// `GX,GY:X0,Y0,X1,Y1:N` → a group: goal cell, spawn rectangle, agents.
+pub fn parse_group(s: &str) -> Result<GroupSpec, String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    let [goal, spawn, agents] = parts[..] else {
+        return Err(format!(
+            "{} is not GX,GY:X0,Y0,X1,Y1:N (goal, spawn rectangle, agents)",
+            quoted(s)
+        ));
+    };
+    let goal = parse_cell(goal)?;
+    let spawn = parse_rect(spawn)?;
+    let agents = count_in(1, 10_000_000)(agents)
+        .map_err(|e| format!("agents {} in {}: {e}", quoted(agents), quoted(s)))?;
+    Ok(GroupSpec {
+        goal,
+        spawn,
+        agents,
+    })
+}
+
 /// `X0,Y0,X1,Y1,COST` → a rectangle edit (corners in any order; cost 1-254 terrain, 255
 /// wall).
 pub fn parse_edit(s: &str) -> Result<CostEdit, String> {
@@ -164,6 +196,30 @@ pub fn shorten_args_in(message: &str, args: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn groups_parse_and_bad_ones_say_what_is_wrong() {
+        assert_eq!(
+            parse_group("50,20:2,3,27,37:100"),
+            Ok(GroupSpec {
+                goal: UVec2::new(50, 20),
+                spawn: (UVec2::new(2, 3), UVec2::new(27, 37)),
+                agents: 100
+            })
+        );
+        for (bad, says) in [
+            ("50,20:2,3,27,37", "is not GX,GY:X0,Y0,X1,Y1:N"),
+            ("50,20:2,3,27,37:1:2", "is not GX,GY:X0,Y0,X1,Y1:N"),
+            ("50:2,3,27,37:1", "is not X,Y"),
+            ("50,20:27,3,2,37:1", "X0 <= X1"),
+            ("50,20:2,3,27,37:0", "agents '0'"),
+            ("50,20:2,3,27,37:x", "not a whole number"),
+            ("50,20:2,3,27,37:10000001", "at most 10000000"),
+        ] {
+            let e = parse_group(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn long_and_odd_values_are_refused_in_short_messages() {

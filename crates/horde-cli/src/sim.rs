@@ -1,4 +1,5 @@
-//! `horde sim`: a crowd following one flow field, with the issue's metrics, and an optional GIF.
+//! `horde sim`: a crowd following one flow field — or several groups, each with its own goal,
+//! spawn area and field (`--group`) — with the issue's metrics, and an optional GIF.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -15,6 +16,8 @@ use crate::render::{
     ARROW_RGB, Canvas, GOAL_RGB, GROUND_RGB, GifWriter, Palette, UNIT_RGB, WALL_RGB, indexed_disc,
     terrain_rgb,
 };
+use horde_cli::args::GroupSpec;
+
 use crate::util::{
     MAX_AGENTS, MAX_AGENTS_PER_CELL, MAX_COLLISION_PASSES, MAX_SCALE, MAX_STEPS, check_walkable,
     count_in, load_map, number_in, parse_cell, progress, reveal_after_a_second,
@@ -24,9 +27,15 @@ use crate::util::{
 pub struct Args {
     /// A Moving AI .map file, a greyscale PNG, or `builtin`.
     map: String,
-    /// Goal cell.
-    #[arg(long, value_name = "X,Y", value_parser = parse_cell)]
-    goal: UVec2,
+    /// Goal cell (or give the groups with --group).
+    #[arg(long, value_name = "X,Y", value_parser = parse_cell, required_unless_present = "group")]
+    goal: Option<UVec2>,
+    /// A group with its own goal, spawn rectangle (corners inclusive) and number of agents:
+    /// `GX,GY:X0,Y0,X1,Y1:N`. Repeat for several groups (up to 64), each following its own
+    /// field; replaces --goal, --spawn and --agents.
+    #[arg(long, value_name = "GX,GY:X0,Y0,X1,Y1:N", value_parser = horde_cli::args::parse_group,
+          conflicts_with_all = ["goal", "spawn", "agents"])]
+    group: Vec<GroupSpec>,
     /// Number of agents, spawned at random walkable cells (at most 10,000,000, and at most 4 per
     /// walkable cell of the spawn area).
     #[arg(long, default_value_t = 200, value_parser = count_in(1, MAX_AGENTS))]
@@ -118,7 +127,10 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("cannot catch Ctrl-C: {e}"))?;
     }
     let (cost, name) = load_map(&a.map)?;
-    check_walkable(&cost, a.goal, "--goal")?;
+    let specs = groups(a)?;
+    for spec in &specs {
+        check_walkable(&cost, spec.goal, &spec.goal_flag)?;
+    }
     if a.speed * a.dt > 0.45 {
         bail!(
             "--speed {} × --dt {} moves {} cells a step; a step moves an agent at most 0.45 cell \
@@ -129,9 +141,13 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         );
     }
     let mut builder = IntegrationBuilder::new();
-    let integration = builder.build(&cost, &[a.goal], CostModel::TenFourteen)?;
-    let mut flow = FlowField::new(*cost.grid());
-    builder.flow_into(&mut flow)?;
+    let mut fields = Vec::with_capacity(specs.len());
+    for spec in &specs {
+        let integration = builder.build(&cost, &[spec.goal], CostModel::TenFourteen)?;
+        let mut flow = FlowField::new(*cost.grid());
+        builder.flow_into(&mut flow)?;
+        fields.push((integration, flow));
+    }
     let config = CrowdConfig {
         separation_weight: a.separation,
         collision_passes: a.collision_passes,
@@ -143,37 +159,56 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         ..CrowdConfig::default()
     };
     let mut crowd = Crowd::new(*cost.grid(), config)?;
-    let cells = spawn_cells(&cost, a, &name)?;
-    let mut handles = Vec::with_capacity(a.agents);
-    let mut reachable = 0;
+    let total: usize = specs.iter().map(|s| s.agents).sum();
+    let mut handles = Vec::with_capacity(total);
+    let mut group_of = Vec::with_capacity(total);
+    let mut reachable = vec![0; specs.len()];
     let mut rng = Pcg64::seed_from_u64(a.seed);
-    for cell in pick_cells(&cells, a.agents, &mut rng) {
-        let cell = cost.grid().cell(cell);
-        let jitter = Vec2::new(rng.random_range(-0.15..0.15), rng.random_range(-0.15..0.15));
-        let size = cost.grid().cell_size();
-        let params = AgentParams {
-            position: cost.grid().cell_center(cell) + jitter * size,
-            radius: a.radius * size,
-            max_speed: a.speed * size,
-            group: 0,
-        };
-        handles.push(crowd.add_agent(&cost, params)?);
-        reachable += integration.get(cell).is_some() as usize;
+    for (k, spec) in specs.iter().enumerate() {
+        let cells = spawn_cells(&cost, spec, &name)?;
+        for cell in pick_cells(&cells, spec.agents, &mut rng) {
+            let cell = cost.grid().cell(cell);
+            let jitter = Vec2::new(rng.random_range(-0.15..0.15), rng.random_range(-0.15..0.15));
+            let size = cost.grid().cell_size();
+            let params = AgentParams {
+                position: cost.grid().cell_center(cell) + jitter * size,
+                radius: a.radius * size,
+                max_speed: a.speed * size,
+                group: k as u16,
+            };
+            handles.push(crowd.add_agent(&cost, params)?);
+            group_of.push(k as u16);
+            reachable[k] += fields[k].0.get(cell).is_some() as usize;
+        }
     }
-    let groups = [Group {
-        flow: &flow,
-        goal: cost.grid().cell_center(a.goal),
-    }];
+    let groups: Vec<Group> = specs
+        .iter()
+        .zip(&fields)
+        .map(|(spec, (_, flow))| Group {
+            flow,
+            goal: cost.grid().cell_center(spec.goal),
+        })
+        .collect();
+    let several = !a.group.is_empty();
     let mut gif = match &a.gif {
-        Some(path) => Some(SimGif::create(path, a, &cost, &flow)?),
+        Some(path) => {
+            let goals: Vec<UVec2> = specs.iter().map(|s| s.goal).collect();
+            // One field's arrows, or none when groups follow fields of their own.
+            let arrows = (!several).then_some(&fields[0].1);
+            Some(SimGif::create(path, a, &cost, arrows, &goals, several)?)
+        }
         None => None,
     };
-    let run = run_steps(a, &cost, &groups, &mut crowd, &handles, reachable, &mut gif)?;
+    let run = run_steps(
+        a, &cost, &groups, &mut crowd, &handles, &group_of, &reachable, &mut gif,
+    )?;
     let frames = gif.as_ref().map_or(0, |g| g.writer.frames());
     if let Some(gif) = gif {
         gif.writer.finish()?;
     }
-    report(a, &name, &cost, &crowd, &handles, reachable, &run, frames)?;
+    report(
+        a, &name, &cost, &crowd, &handles, &specs, &group_of, &reachable, &run, frames,
+    )?;
     // 130: the shell's code for a run stopped by Ctrl-C.
     Ok(if interrupted() {
         ExitCode::from(130)
@@ -182,16 +217,77 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     })
 }
 
-/// The walkable cells (indices) of the spawn area.
-fn spawn_cells(cost: &CostField, a: &Args, name: &str) -> Result<Vec<usize>> {
-    let area = match &a.spawn {
+/// One group of a run, from --group or from --goal, --spawn and --agents, with the words its
+/// refusals use.
+struct Spec {
+    goal: UVec2,
+    spawn: Option<(UVec2, UVec2)>,
+    agents: usize,
+    goal_flag: String,
+    spawn_flag: String,
+    agents_flag: String,
+}
+
+/// Most groups a run takes.
+const MAX_GROUPS: usize = 64;
+
+fn groups(a: &Args) -> Result<Vec<Spec>> {
+    if a.group.is_empty() {
+        let spawn = match &a.spawn {
+            None => None,
+            Some(text) => Some(
+                horde_cli::args::parse_rect(text).map_err(|e| anyhow::anyhow!("--spawn {e}"))?,
+            ),
+        };
+        return Ok(vec![Spec {
+            goal: a.goal.expect("clap asks for --goal without --group"),
+            spawn,
+            agents: a.agents,
+            goal_flag: "--goal".into(),
+            spawn_flag: "--spawn".into(),
+            agents_flag: format!("--agents {}", a.agents),
+        }]);
+    }
+    if a.group.len() > MAX_GROUPS {
+        bail!("--group: {} groups; at most {MAX_GROUPS}", a.group.len());
+    }
+    let total: usize = a.group.iter().map(|g| g.agents).sum();
+    if total > MAX_AGENTS as usize {
+        bail!("--group: {total} agents in all; at most {MAX_AGENTS}");
+    }
+    Ok(a.group
+        .iter()
+        .enumerate()
+        .map(|(k, g)| {
+            let label = format!("--group {} (group {k})", spec_text(g));
+            Spec {
+                goal: g.goal,
+                spawn: Some(g.spawn),
+                agents: g.agents,
+                goal_flag: format!("{label}: goal"),
+                spawn_flag: format!("{label}: spawn"),
+                agents_flag: format!("{label}: {} agents", g.agents),
+            }
+        })
+        .collect())
+}
+
+fn spec_text(g: &GroupSpec) -> String {
+    format!(
+        "{},{}:{},{},{},{}:{}",
+        g.goal.x, g.goal.y, g.spawn.0.x, g.spawn.0.y, g.spawn.1.x, g.spawn.1.y, g.agents
+    )
+}
+
+/// The walkable cells (indices) of a group's spawn area.
+fn spawn_cells(cost: &CostField, spec: &Spec, name: &str) -> Result<Vec<usize>> {
+    let area = match spec.spawn {
         None => (0, 0, u32::MAX, u32::MAX),
-        Some(text) => {
-            let (lo, hi) =
-                horde_cli::args::parse_rect(text).map_err(|e| anyhow::anyhow!("--spawn {e}"))?;
+        Some((lo, hi)) => {
             if cost.get(hi).is_none() {
                 bail!(
-                    "--spawn {},{},{},{}: outside the {}x{} map (corners from 0,0 to {},{})",
+                    "{} {},{},{},{}: outside the {}x{} map (corners from 0,0 to {},{})",
+                    spec.spawn_flag,
                     lo.x,
                     lo.y,
                     hi.x,
@@ -214,9 +310,10 @@ fn spawn_cells(cost: &CostField, a: &Args, name: &str) -> Result<Vec<usize>> {
         })
         .collect();
     if walkable.is_empty() {
-        match &a.spawn {
+        match spec.spawn {
             Some(_) => bail!(
-                "--spawn {},{},{},{}: no walkable cell of {name} in the spawn area",
+                "{} {},{},{},{}: no walkable cell of {name} in the spawn area",
+                spec.spawn_flag,
                 area.0,
                 area.1,
                 area.2,
@@ -225,11 +322,11 @@ fn spawn_cells(cost: &CostField, a: &Args, name: &str) -> Result<Vec<usize>> {
             None => bail!("{name} has no walkable cell to spawn on"),
         }
     }
-    if a.agents > MAX_AGENTS_PER_CELL * walkable.len() {
+    if spec.agents > MAX_AGENTS_PER_CELL * walkable.len() {
         bail!(
-            "--agents {}: the spawn area has {} walkable cells, room for at most {} agents \
+            "{}: the spawn area has {} walkable cells, room for at most {} agents \
              ({MAX_AGENTS_PER_CELL} per cell)",
-            a.agents,
+            spec.agents_flag,
             walkable.len(),
             MAX_AGENTS_PER_CELL * walkable.len()
         );
@@ -258,21 +355,44 @@ struct SimGif {
     base: Vec<u8>,
     width: u32,
     scale: u32,
+    several: bool,
 }
 
+/// Colours of moving agents by group when several groups run (one colour when one does).
+const GROUP_RGB: [[u8; 3]; 6] = [
+    [255, 255, 255],
+    [60, 140, 255],
+    [240, 90, 210],
+    [0, 200, 220],
+    [245, 220, 40],
+    [150, 100, 255],
+];
+
 impl SimGif {
-    fn create(path: &str, a: &Args, cost: &CostField, flow: &FlowField) -> Result<SimGif> {
+    fn create(
+        path: &str,
+        a: &Args,
+        cost: &CostField,
+        arrows: Option<&FlowField>,
+        goals: &[UVec2],
+        several: bool,
+    ) -> Result<SimGif> {
         let scale = a.scale.map_or_else(
             || Canvas::auto_scale(cost.width(), cost.height(), 512),
             |s| s as u32,
         );
         let mut background = Canvas::new(cost.width(), cost.height(), scale)?;
         background.terrain(cost);
-        background.flow(flow, background.arrow_block(10));
-        background.goals(&[a.goal]);
+        if let Some(flow) = arrows {
+            background.flow(flow, background.arrow_block(10));
+        }
+        background.goals(goals);
         let mut specials = vec![WALL_RGB, GROUND_RGB, ARROW_RGB, GOAL_RGB];
         specials.extend(UNIT_RGB);
         specials.extend([3u8, 6].map(terrain_rgb));
+        if several {
+            specials.extend(&GROUP_RGB[1..]);
+        }
         let palette = Palette::new(&specials);
         let base = palette.quantize(&background.rgba());
         let (width, height) = (background.width(), background.height());
@@ -282,19 +402,24 @@ impl SimGif {
             base,
             width,
             scale,
+            several,
         })
     }
 
-    /// One frame: every agent as a disc coloured by its state.
-    fn draw(&mut self, crowd: &Crowd) -> Result<()> {
+    /// One frame: every agent as a disc coloured by its state (moving ones by their group's
+    /// colour when several groups run).
+    fn draw(&mut self, crowd: &Crowd, group_of: &[u16]) -> Result<()> {
         let mut pixels = self.base.clone();
         let colours = UNIT_RGB.map(|c| self.writer.palette().index(c));
+        let groups = GROUP_RGB.map(|c| self.writer.palette().index(c));
         let s = self.scale as f32 / crowd.grid().cell_size();
         for h in crowd.handles() {
             let p = crowd.position(h)? - crowd.grid().origin();
             let state = crowd.state(h)?;
             let colour = if crowd.is_stuck(h)? {
                 colours[3]
+            } else if self.several && state == AgentState::Moving {
+                groups[group_of[h.id() as usize] as usize % GROUP_RGB.len()]
             } else {
                 colours[state as usize]
             };
@@ -313,18 +438,26 @@ struct RunFigures {
     step_seconds: f64,
     max_overlap: f32,
     inside_wall_events: usize,
+    /// Longest time any agent stayed flagged stuck, seconds (measured with several groups).
+    max_stuck_s: f32,
 }
 
 /// Step until every agent that can arrive has, `--steps` ran out or Ctrl-C, measuring.
+#[allow(clippy::too_many_arguments)]
 fn run_steps(
     a: &Args,
     cost: &CostField,
     groups: &[Group],
     crowd: &mut Crowd,
     handles: &[horde::crowd::AgentHandle],
-    reachable: usize,
+    group_of: &[u16],
+    reachable: &[usize],
     gif: &mut Option<SimGif>,
 ) -> Result<RunFigures> {
+    let reachable: usize = reachable.iter().sum();
+    let several = !a.group.is_empty();
+    // When each agent's current stuck spell began (by id), NaN when not stuck.
+    let mut stuck_since = vec![f32::NAN; if several { handles.len() } else { 0 }];
     let pb = progress(a.steps as u64, "simulating");
     let started = Instant::now();
     let mut run = RunFigures {
@@ -333,6 +466,7 @@ fn run_steps(
         step_seconds: 0.0,
         max_overlap: 0.0,
         inside_wall_events: 0,
+        max_stuck_s: 0.0,
     };
     // Where each agent stood after the step before (by id), for the corner rule.
     let mut last_position: Vec<Vec2> = handles
@@ -340,7 +474,7 @@ fn run_steps(
         .map(|&h| crowd.position(h))
         .collect::<Result<_, _>>()?;
     if let Some(gif) = gif.as_mut() {
-        gif.draw(crowd)?;
+        gif.draw(crowd, group_of)?;
     }
     while run.steps < a.steps {
         if interrupted() {
@@ -368,11 +502,25 @@ fn run_steps(
                 run.arrive_time[k] = run.steps as f32 * a.dt;
             }
         }
+        if several {
+            let now = run.steps as f32 * a.dt;
+            for snap in crowd.snapshot() {
+                let since = &mut stuck_since[snap.handle.id() as usize];
+                if !snap.stuck {
+                    *since = f32::NAN;
+                    continue;
+                }
+                if since.is_nan() {
+                    *since = now - a.dt;
+                }
+                run.max_stuck_s = run.max_stuck_s.max(now - *since);
+            }
+        }
         run.max_overlap = run.max_overlap.max(crowd.max_overlap());
         if run.steps.is_multiple_of(a.every)
             && let Some(gif) = gif.as_mut()
         {
-            gif.draw(crowd)?;
+            gif.draw(crowd, group_of)?;
         }
         if run.steps.is_multiple_of(16) {
             pb.set_position(run.steps as u64);
@@ -394,10 +542,28 @@ fn report(
     cost: &CostField,
     crowd: &Crowd,
     handles: &[horde::crowd::AgentHandle],
-    reachable: usize,
+    specs: &[Spec],
+    group_of: &[u16],
+    reachable_by_group: &[usize],
     run: &RunFigures,
     frames: usize,
 ) -> Result<()> {
+    let reachable: usize = reachable_by_group.iter().sum();
+    let several = !a.group.is_empty();
+    // Per group: its arrival times, sorted.
+    let per_group: Vec<Vec<f32>> = (0..specs.len())
+        .map(|k| {
+            let mut t: Vec<f32> = run
+                .arrive_time
+                .iter()
+                .zip(group_of)
+                .filter(|&(t, &g)| g as usize == k && !t.is_nan())
+                .map(|(&t, _)| t)
+                .collect();
+            t.sort_by(f32::total_cmp);
+            t
+        })
+        .collect();
     let mut times: Vec<f32> = run
         .arrive_time
         .iter()
@@ -432,16 +598,62 @@ fn report(
             "state_hash": format!("{hash:016x}"),
             "gif_frames": frames,
         });
+        let mut v = v;
+        if several {
+            let groups: Vec<serde_json::Value> = specs
+                .iter()
+                .zip(&per_group)
+                .zip(reachable_by_group)
+                .map(|((spec, times), &reachable)| {
+                    let all = times.len() == spec.agents;
+                    serde_json::json!({
+                        "goal": [spec.goal.x, spec.goal.y],
+                        "agents": spec.agents,
+                        "reachable_agents": reachable,
+                        "arrived_fraction": times.len() as f64 / spec.agents as f64,
+                        "arrive_p50_s": percentile(times, 0.5),
+                        "arrive_p95_s": percentile(times, 0.95),
+                        "all_arrived_s": if all { times.last().copied() } else { None },
+                    })
+                })
+                .collect();
+            v["groups"] = serde_json::Value::from(groups);
+            v["max_stuck_s"] = serde_json::Value::from(run.max_stuck_s);
+        }
         outln!("{v}");
         return Ok(());
     }
-    outln!(
-        "map                {name} ({}x{}), goal ({}, {})",
-        cost.width(),
-        cost.height(),
-        a.goal.x,
-        a.goal.y
-    );
+    match specs {
+        [one] if !several => outln!(
+            "map                {name} ({}x{}), goal ({}, {})",
+            cost.width(),
+            cost.height(),
+            one.goal.x,
+            one.goal.y
+        ),
+        _ => {
+            outln!(
+                "map                {name} ({}x{}), {} groups",
+                cost.width(),
+                cost.height(),
+                specs.len()
+            );
+            for (k, (spec, times)) in specs.iter().zip(&per_group).enumerate() {
+                outln!(
+                    "group {k:<12} goal ({}, {}), {} agents, {:.1} % arrived, last at {}",
+                    spec.goal.x,
+                    spec.goal.y,
+                    spec.agents,
+                    times.len() as f64 * 100.0 / spec.agents as f64,
+                    if times.len() == spec.agents {
+                        format!("{:.2} s", times.last().copied().unwrap_or(0.0))
+                    } else {
+                        "-".to_owned()
+                    }
+                );
+            }
+        }
+    }
     outln!(
         "agents             {} ({reachable} can reach the goal)",
         handles.len()
@@ -456,6 +668,9 @@ fn report(
     outln!("worst overlap      {:.3} of the two radii", max_overlap);
     outln!("inside a wall      {inside_wall_events}");
     outln!("stuck now          {stuck}");
+    if several {
+        outln!("longest stuck      {:.2} s", run.max_stuck_s);
+    }
     outln!("ms per step        {ms_per_step:.3}");
     outln!("state hash         {hash:016x}");
     if let Some(p) = &a.gif {

@@ -1294,3 +1294,89 @@ fn bench_huge_json_has_the_agreed_keys() {
     assert_eq!(code, 2);
     assert!(err.contains("--size 16x16"), "{err}");
 }
+
+#[test]
+fn sim_runs_several_groups_each_to_its_own_goal() {
+    // An open 40 x 16 room: two groups of 30 swap ends.
+    let map = tmp("swap.map");
+    let mut text = String::from("type octile\nheight 16\nwidth 40\nmap\n");
+    for _ in 0..16 {
+        text.push_str(&".".repeat(40));
+        text.push('\n');
+    }
+    std::fs::write(&map, text).unwrap();
+    let map = map.to_str().unwrap();
+    let args = [
+        "sim",
+        map,
+        "--group",
+        "37,8:0,2,5,13:30",
+        "--group",
+        "2,8:34,2,39,13:30",
+        "--steps",
+        "2000",
+        "--json",
+    ];
+    let (code, out, err) = horde(&args);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["agents"], 60);
+    assert_eq!(v["arrived_fraction"], 1.0, "{v}");
+    assert_eq!(v["inside_wall_events"], 0);
+    let groups = v["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2);
+    for (g, goal) in groups.iter().zip([[37, 8], [2, 8]]) {
+        assert_eq!(g["goal"], serde_json::json!(goal));
+        assert_eq!(g["agents"], 30);
+        assert_eq!(g["reachable_agents"], 30);
+        assert_eq!(g["arrived_fraction"], 1.0);
+        let last = g["all_arrived_s"].as_f64().unwrap();
+        assert!(
+            last >= g["arrive_p95_s"].as_f64().unwrap() && last > 0.0,
+            "{g}"
+        );
+        // Each agent walks at least 28 cells at 4 cells per second.
+        assert!(g["arrive_p50_s"].as_f64().unwrap() > 28.0 / 4.0, "{g}");
+    }
+    assert!(v["max_stuck_s"].as_f64().unwrap() >= 0.0);
+    // Deterministic across thread counts, as with one group.
+    let one = Command::new(env!("CARGO_BIN_EXE_horde"))
+        .args(args)
+        .env("RAYON_NUM_THREADS", "1")
+        .output()
+        .unwrap();
+    let v1: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
+    assert_eq!(v1["state_hash"], v["state_hash"]);
+    // One group given with --group runs as --goal, --spawn and --agents do.
+    let (_, as_group, _) = horde(&[
+        "sim",
+        map,
+        "--group",
+        "37,8:0,2,5,13:30",
+        "--steps",
+        "300",
+        "--json",
+    ]);
+    let (_, as_flags, _) = horde(&[
+        "sim", map, "--goal", "37,8", "--spawn", "0,2,5,13", "--agents", "30", "--steps", "300",
+        "--json",
+    ]);
+    let (a, b): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_str(as_group.trim()).unwrap(),
+        serde_json::from_str(as_flags.trim()).unwrap(),
+    );
+    assert_eq!(a["state_hash"], b["state_hash"]);
+    // Refused: --group beside --goal, a goal on a wall, a spawn rectangle off the map.
+    let (code, _, err) = horde(&["sim", map, "--goal", "1,1", "--group", "37,8:0,2,5,13:30"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--goal") && err.contains("--group"), "{err}");
+    let (code, _, err) = horde(&["sim", map, "--group", "37,8:0,2,45,13:30"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--group 37,8:0,2,45,13:30 (group 0): spawn 0,2,45,13: outside the 40x16 map"),
+        "{err}"
+    );
+    let (code, _, err) = horde(&["sim", map]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--goal"), "{err}");
+}
