@@ -900,6 +900,27 @@ mod tests {
     }
 
     #[test]
+    fn a_reused_builder_pads_a_map_of_another_shape_afresh() {
+        // 4 x 3 and 3 x 4 pad to the same number of cells (30) but not the same rows: the
+        // border must be walled again for the second, or the wave walks off the map.
+        for sweeps in [true, false] {
+            let mut b = IntegrationBuilder::new();
+            b.set_sweeps(sweeps);
+            for model in [CostModel::TenFourteen, CostModel::Octile] {
+                for (w, h) in [(4, 3), (3, 4), (4, 3), (2, 7), (7, 2)] {
+                    let cost = open(w, h);
+                    let goal = [UVec2::new(w - 1, 0)];
+                    let reused = b.build(&cost, &goal, model).unwrap();
+                    let fresh = IntegrationBuilder::new()
+                        .build(&cost, &goal, model)
+                        .unwrap();
+                    assert_eq!(reused, fresh, "{w}x{h}, sweeps {sweeps}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn open_ground_gives_octile_distances() {
         let cost = open(9, 7);
         let mut b = IntegrationBuilder::new();
