@@ -89,6 +89,9 @@ pub enum MapError {
     /// A cost that the `.map` format cannot express (only 1–9 and walls can be written).
     #[error("cell ({x}, {y}) has cost {cost}, which a .map file cannot hold (1-9 or 255 only)")]
     Unwritable { x: u32, y: u32, cost: u8 },
+    /// A cost that a greyscale PNG map cannot express (1–253 and walls can be written).
+    #[error("cell ({x}, {y}) has cost {cost}, which a PNG map cannot hold (1-253 or 255 only)")]
+    UnwritablePng { x: u32, y: u32, cost: u8 },
 }
 
 fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
@@ -768,8 +771,9 @@ pub fn read_png_map(path: impl AsRef<Path>, max_cells: u64) -> Result<CostField,
 }
 
 /// A cost field as a greyscale PNG that [`parse_png_map`] reads back exactly: walls black, plain
-/// ground white, each terrain cost 2–254 the grey level that reads as it (unlike a `.map` file,
-/// which holds only 1–9). O(cells).
+/// ground white, each terrain cost 2–253 the grey level that reads as it (a `.map` file holds only
+/// 1–9). Cost 254 has no grey level of its own (the darkest grey reads as 253) and is refused,
+/// naming the first cell that holds it. O(cells).
 ///
 /// ```
 /// use glam::UVec2;
@@ -784,12 +788,24 @@ pub fn read_png_map(path: impl AsRef<Path>, max_cells: u64) -> Result<CostField,
 pub fn png_map_bytes(cost: &CostField) -> Result<Vec<u8>, MapError> {
     // The grey level of each cost: the first level that `parse_png_map` reads as it (every
     // cost has one, as a level step moves the cost by less than 1).
-    let mut grey = [0u8; 256];
+    let mut grey = [None; 256];
+    grey[WALL as usize] = Some(0u8);
     for v in (1..=255u32).rev() {
         let c = 1 + ((255 - v) * 253 + 127) / 255;
-        grey[c as usize] = v as u8;
+        grey[c as usize] = Some(v as u8);
     }
-    let pixels: Vec<u8> = cost.costs().iter().map(|&c| grey[c as usize]).collect();
+    let mut pixels = Vec::with_capacity(cost.costs().len());
+    for (i, &c) in cost.costs().iter().enumerate() {
+        let Some(v) = grey[c as usize] else {
+            let at = cost.grid().cell(i);
+            return Err(MapError::UnwritablePng {
+                x: at.x,
+                y: at.y,
+                cost: c,
+            });
+        };
+        pixels.push(v);
+    }
     let mut bytes = Vec::new();
     let bad = |e: png::EncodingError| MapError::Image {
         file: "the PNG map".to_owned(),
@@ -825,12 +841,18 @@ mod tests {
 
     #[cfg(feature = "png")]
     #[test]
-    fn every_cost_survives_a_png_map() {
-        let grid = crate::grid::Grid::new(255, 1).unwrap();
-        let costs: Vec<u8> = (1..=255).collect();
+    fn every_cost_but_254_survives_a_png_map() {
+        let grid = crate::grid::Grid::new(254, 1).unwrap();
+        let costs: Vec<u8> = (1..=253).chain([WALL]).collect();
         let map = CostField::from_costs(grid, costs).unwrap();
         let png = png_map_bytes(&map).unwrap();
         assert_eq!(parse_png_map(&png, "t.png", 1 << 20).unwrap(), map);
+        let mut dear = map.clone();
+        dear.set(glam::UVec2::new(7, 0), 254).unwrap();
+        assert_eq!(
+            png_map_bytes(&dear).unwrap_err().to_string(),
+            "cell (7, 0) has cost 254, which a PNG map cannot hold (1-253 or 255 only)"
+        );
     }
 
     fn err(text: &str) -> String {

@@ -92,8 +92,8 @@ pub enum Request {
     /// Ask for the map as a `.map` file (answered by a `map_file` reply; refused when terrain
     /// costs above 9, which a `.map` file cannot hold, are on the map).
     Save {},
-    /// Ask for the map as a greyscale PNG, which holds every terrain cost (answered by a
-    /// [`MAP_PNG_FRAME`]).
+    /// Ask for the map as a greyscale PNG, which holds terrain 1–253 (answered by a
+    /// [`MAP_PNG_FRAME`]; refused, naming the cell, when a cell costs 254).
     SavePng {},
 }
 
