@@ -865,6 +865,18 @@ mod tests {
                 Err(IntegrationError::Overflow { x: 0, y: 0, limit })
             );
         }
+        // One step past the largest safe value is an overflow, reported with its cell, whether
+        // the sweeps or the wave would have built the field.
+        for sweeps in [true, false] {
+            let limit = UNREACHABLE - 1 - CostModel::TenFourteen.diagonal() * WALL as u32;
+            let mut b = IntegrationBuilder::new();
+            b.set_sweeps(sweeps);
+            let r = b.build_seeded(&open(2, 1), &[(UVec2::ZERO, limit)], CostModel::TenFourteen);
+            assert!(
+                matches!(r, Err(IntegrationError::Overflow { x: 1, y: 0, .. })),
+                "sweeps {sweeps}: {r:?}"
+            );
+        }
         // Seeds above what the row sweeps hold (2^31) are the wave's, and count in full.
         let row = open(3, 1);
         let big = 3_000_000_000;
