@@ -16,6 +16,16 @@ fn horde(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `horde ARGS` on one rayon thread, its stdout read as JSON.
+fn json_on_one_thread(args: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_horde"))
+        .args(args)
+        .env("RAYON_NUM_THREADS", "1")
+        .output()
+        .expect("run horde");
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("horde-cli-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -580,13 +590,7 @@ fn sim_reports_the_agreed_keys_and_repeats_bit_for_bit() {
     assert_eq!(v["inside_wall_events"], 0);
     assert!(v["max_overlap"].as_f64().unwrap() < 0.5);
     // The same run on one thread gives the same final positions, bit for bit.
-    let one = Command::new(env!("CARGO_BIN_EXE_horde"))
-        .args(args)
-        .env("RAYON_NUM_THREADS", "1")
-        .output()
-        .unwrap();
-    let v1: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
-    assert_eq!(v1["state_hash"], v["state_hash"]);
+    assert_eq!(json_on_one_thread(&args)["state_hash"], v["state_hash"]);
     // A GIF of the run: one frame per `--every` steps plus the first.
     let (code, out, err) = horde(&[
         "sim",
@@ -1340,13 +1344,7 @@ fn sim_runs_several_groups_each_to_its_own_goal() {
     }
     assert!(v["max_stuck_s"].as_f64().unwrap() >= 0.0);
     // Deterministic across thread counts, as with one group.
-    let one = Command::new(env!("CARGO_BIN_EXE_horde"))
-        .args(args)
-        .env("RAYON_NUM_THREADS", "1")
-        .output()
-        .unwrap();
-    let v1: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
-    assert_eq!(v1["state_hash"], v["state_hash"]);
+    assert_eq!(json_on_one_thread(&args)["state_hash"], v["state_hash"]);
     // One group given with --group runs as --goal, --spawn and --agents do.
     let (_, as_group, _) = horde(&[
         "sim",
