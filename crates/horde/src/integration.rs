@@ -933,6 +933,29 @@ mod tests {
     }
 
     #[test]
+    fn a_seed_on_a_cell_already_queued_in_its_bucket_is_settled_once() {
+        // The wave reaches (1, 0) from the goal at 10; the seed worth 9 there joins the same
+        // bucket (values 8 to 15) and must not queue the cell a second time: three cells, three
+        // settled.
+        let cost = open(3, 1);
+        let mut b = IntegrationBuilder::new();
+        b.set_sweeps(false);
+        b.start_seeded(
+            &cost,
+            &[(UVec2::new(0, 0), 0), (UVec2::new(1, 0), 9)],
+            CostModel::TenFourteen,
+        )
+        .unwrap();
+        assert_eq!(
+            b.advance(usize::MAX).unwrap(),
+            BuildProgress::Done(WaveStats { settled: 3 })
+        );
+        let mut f = IntegrationField::new(*cost.grid(), CostModel::TenFourteen);
+        b.finish_into(&mut f).unwrap();
+        assert_eq!(f.values(), &[0, 9, 19]);
+    }
+
+    #[test]
     fn open_ground_gives_octile_distances() {
         let cost = open(9, 7);
         let mut b = IntegrationBuilder::new();
