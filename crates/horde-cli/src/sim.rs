@@ -67,6 +67,10 @@ pub struct Args {
     /// Extra position-based collision passes per step, 0 to 16.
     #[arg(long, default_value_t = 2, value_parser = count_in(0, MAX_COLLISION_PASSES))]
     collision_passes: usize,
+    /// With several groups: how far ahead, in cells (0 to 64), an agent looks for others
+    /// heading against it, to keep to its right of them (0 turns passing off).
+    #[arg(long, default_value_t = 12.0, value_parser = number_in(0.0, 64.0, false))]
+    passing: f32,
     /// Read the nearest arrow instead of blending the four nearest.
     #[arg(long)]
     nearest: bool,
@@ -156,6 +160,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         } else {
             Sampling::Bilinear
         },
+        passing_range: a.passing * cost.grid().cell_size(),
         ..CrowdConfig::default()
     };
     let mut crowd = Crowd::new(*cost.grid(), config)?;

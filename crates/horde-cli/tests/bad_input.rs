@@ -318,7 +318,8 @@ fn float_flags() -> Vec<(Vec<&'static str>, &'static str, Vec<&'static str>)> {
         (sim.clone(), "--dt", vec!["0", "-0.05", "1.5"]),
         (sim.clone(), "--radius", vec!["0", "-1", "2.5", "1e9"]),
         (sim.clone(), "--speed", vec!["0", "-4", "1e20"]),
-        (sim, "--separation", vec!["-1", "101", "1e300"]),
+        (sim.clone(), "--separation", vec!["-1", "101", "1e300"]),
+        (sim, "--passing", vec!["-0.5", "64.5", "1e30", "nan"]),
         (vec!["dungeon"], "--loops", vec!["-1", "1.01", "2"]),
         (
             vec!["route", "builtin", "--from", "1,1", "--to", "2,2"],

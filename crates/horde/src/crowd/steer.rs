@@ -246,6 +246,9 @@ pub(crate) struct StepContext<'a> {
     pub(crate) track_clearances: bool,
     /// Agents that move further than this are flagged `PUSHED` (when clearances are tracked).
     pub(crate) walk_bound: f32,
+    /// Agents of different groups keep to their right of each other (see [`Self::pass_side`]).
+    pub(crate) passing: bool,
+    pub(crate) traffic: &'a Traffic,
 }
 
 impl StepContext<'_> {
@@ -394,6 +397,8 @@ impl StepContext<'_> {
         }
         if state != AgentState::Moving {
             desired = Vec2::ZERO;
+        } else if self.passing && self.in_traffic(i, p) {
+            desired = self.pass_side(i, p, radius, desired);
         }
 
         // Separation from the k nearest neighbours (DetourCrowd's kernel).
@@ -517,6 +522,79 @@ impl StepContext<'_> {
         *position = pos;
         *velocity = vel;
         *agent_state = state;
+    }
+
+    /// True when agents head against agent `i`, standing at `p`, in the blocks ahead of it
+    /// (its field's arrow on its cell, and up to `passing_range` along it; see `Traffic`).
+    /// Whole numbers only, so the eight-lane update takes the same agents out of its lanes
+    /// (`sample8`) as the one-by-one update steers aside. O(range / block).
+    #[inline(always)]
+    pub(crate) fn in_traffic(&self, i: usize, p: Vec2) -> bool {
+        let Some(cell) = self.grid.world_to_cell(p) else {
+            return false;
+        };
+        let flow = self.groups[self.group_of[i] as usize].flow;
+        let Some(b) = flow.byte(cell).filter(|&b| (b as usize) < Dir8::ALL.len()) else {
+            return false;
+        };
+        let (dx, dy) = Dir8::ALL[b as usize].offset();
+        let block = TRAFFIC_BLOCK as i64;
+        // (At most 16 blocks, 64 cells, ahead whatever the range.)
+        let block_side = self.grid.cell_size() * TRAFFIC_BLOCK as f32;
+        let blocks = (self.config.passing_range / block_side).min(16.0) as i64;
+        (0..=blocks).any(|k| {
+            let x = cell.x as i64 + dx as i64 * block * k;
+            let y = cell.y as i64 + dy as i64 * block * k;
+            self.traffic.oncoming(x, y, dx, dy) > 0
+        })
+    }
+
+    /// Keep right of oncoming agents: agent `i` at `p`, heading `desired` with agents heading
+    /// against it ahead ([`Self::in_traffic`]), turns to its right, and steps aside instead of
+    /// forward when one of another group stands in its way close ahead (unless a wall already
+    /// holds it on its right). O(neighbours within a body or two).
+    fn pass_side(&self, i: usize, p: Vec2, radius: f32, desired: Vec2) -> Vec2 {
+        let cfg = self.config;
+        let right = Vec2::new(-desired.y, desired.x);
+        let ng = self.neighbours;
+        let own = self.group_of[i];
+        let mut close = false;
+        // A little slack beside the bodies, a tenth of a cell.
+        let slack = 0.1 * self.grid.cell_size();
+        let near = 1.6 * (radius + ng.widest + slack);
+        ng.for_each_near_in::<false>(Plain, p, i, near, |e, _, _| {
+            let g = self.group_of[e];
+            if close || g == own || ng.states[e] != AgentState::Moving {
+                return;
+            }
+            let q = ng.point(e);
+            let d = q - p;
+            let ahead = d.dot(desired);
+            if ahead <= 0.0 {
+                return;
+            }
+            let heading = match self.groups[g as usize].flow.sample_nearest(q) {
+                FlowSample::Direction(h) => h,
+                _ => return,
+            };
+            if heading.dot(desired) > -0.3 {
+                return;
+            }
+            let need = radius + self.radii[e] + slack;
+            let short = d.dot(right) + need;
+            close = short > 0.0 && ahead < need * 1.6;
+        });
+        if close {
+            // A wall within a third of a cell of its right side: it is as far right as it gets.
+            let probe = p + right * (radius + 0.35 * self.grid.cell_size());
+            let hugging = self.grid.world_to_cell(probe).is_none_or(|c| {
+                self.costs[c.y as usize * self.grid.width() as usize + c.x as usize] == WALL
+            });
+            if !hugging {
+                return right;
+            }
+        }
+        (desired + right * cfg.passing_weight).normalize_or_zero()
     }
 
     /// For an agent on a walkable map cell that its flow field marks as wall: the direction to
@@ -903,6 +981,46 @@ mod tests {
         let (cost, f, centre) = open_map(16, goal);
         let crowd = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
         (cost, f, centre, crowd)
+    }
+
+    #[test]
+    fn groups_in_counterflow_give_the_same_bits_in_both_compilations() {
+        // Two groups of 96 swap ends of a 40 × 6 strip: blocks of eight of one group start
+        // eight at once but for those in counterflow, who keep right one by one.
+        let cost = CostField::new(Grid::new(40, 6).unwrap());
+        let (east, west) = (UVec2::new(39, 3), UVec2::new(0, 2));
+        let (fe, fw) = (field(&cost, east), field(&cost, west));
+        let groups = [
+            Group {
+                flow: &fe,
+                goal: cost.grid().cell_center(east),
+            },
+            Group {
+                flow: &fw,
+                goal: cost.grid().cell_center(west),
+            },
+        ];
+        let mut a = Crowd::new(*cost.grid(), CrowdConfig::default()).unwrap();
+        let mut next = uniform(0xc0de);
+        for k in 0..192 {
+            let group = (k % 2) as u16;
+            let x = if group == 0 { 1.0 } else { 27.0 } + next() * 12.0;
+            let params = AgentParams {
+                position: Vec2::new(x, 0.5 + next() * 5.0),
+                radius: 0.3,
+                max_speed: 3.0,
+                group,
+            };
+            a.add_agent(&cost, params).unwrap();
+        }
+        let mut off = a.clone();
+        off.config.passing_range = 0.0;
+        step_both_compilations(&mut a, &cost, &groups, 120, "counterflow");
+        for _ in 0..120 {
+            off.step(0.05, &cost, &groups).unwrap();
+        }
+        // Passing did something: the same crowd without it stands elsewhere.
+        assert_ne!(a.positions(), off.positions());
     }
 
     #[test]

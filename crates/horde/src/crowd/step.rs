@@ -179,6 +179,17 @@ impl Crowd {
         track: bool,
         clearances: &mut [u32],
     ) {
+        let passing = self.config.passing_range > 0.0 && groups.len() > 1;
+        if passing {
+            self.traffic.count(
+                self.grid,
+                &self.positions,
+                &self.flags,
+                &self.states,
+                &self.groups,
+                groups,
+            );
+        }
         let ctx = StepContext {
             dt,
             config: &self.config,
@@ -193,6 +204,8 @@ impl Crowd {
             clearance_unit: self.clearance_unit,
             track_clearances: track,
             walk_bound,
+            passing,
+            traffic: &self.traffic,
         };
         // Each agent writes only its own entries; everything it reads of others is the snapshot
         // in the neighbour grid. So the step runs in place, in any order, on any thread count.

@@ -360,9 +360,17 @@ impl StepContext<'_> {
         }
         let (mut xs, mut ys) = ([0.0; AGENTS_PER_BLOCK], [0.0; AGENTS_PER_BLOCK]);
         // (AVX2, `bilinear8`'s only requirement, is enabled here.)
-        let done = self.groups[group as usize]
+        let mut done = self.groups[group as usize]
             .flow
             .bilinear8(positions, &mut xs, &mut ys);
+        if self.passing {
+            // Those who keep right of oncoming agents go one by one (`start`).
+            for (l, &p) in positions.iter().enumerate() {
+                if self.in_traffic(first + l, p) {
+                    done &= !(1 << l);
+                }
+            }
+        }
         Some(Samples8 {
             group,
             xs,
