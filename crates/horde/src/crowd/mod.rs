@@ -112,7 +112,9 @@ pub struct CrowdConfig {
     /// line (so units do not zig-zag along 8 directions in the open).
     pub line_of_sight_range: f32,
     /// A moving agent that has not come `stuck_distance` closer to its goal (straight-line) for
-    /// this long is flagged stuck.
+    /// this long is flagged stuck, unless it waits its turn: touching a moving agent of its
+    /// group nearer the goal that was not stuck itself (a queue that moves). So in a jam the
+    /// head of each queue is flagged first, and those behind it a step later each.
     pub stuck_time: f32,
     /// See `stuck_time`.
     pub stuck_distance: f32,
@@ -381,6 +383,9 @@ struct StepScratch {
     partial_reach: Vec<(u32, f32)>,
     partial_moves: Vec<(f32, f32, f32)>,
     partial_stats: Vec<StepStats>,
+    /// Bit k set if slot k was flagged stuck when the step began (empty when no one was);
+    /// 0.125 bytes per agent.
+    was_stuck: Vec<u64>,
 }
 
 /// What the tests switch off to check that it changes no bits, and what they count.
@@ -855,8 +860,8 @@ impl Crowd {
         &self.states
     }
     /// Handles of the agents flagged stuck: moving, but no nearer their goal by
-    /// [`CrowdConfig::stuck_distance`] for [`CrowdConfig::stuck_time`] (a blocked corridor, a
-    /// field gone stale). The game decides what to do with them (a new goal, a path by A*).
+    /// [`CrowdConfig::stuck_distance`] for [`CrowdConfig::stuck_time`] and not queued behind
+    /// their own group's moving agents (a blocked corridor, a field gone stale). The game decides what to do with them (a new goal, a path by A*).
     /// O(slots).
     pub fn stuck_agents(&self) -> impl Iterator<Item = AgentHandle> + '_ {
         self.handles()

@@ -249,6 +249,8 @@ pub(crate) struct StepContext<'a> {
     /// Agents of different groups keep to their right of each other (see [`Self::pass_side`]).
     pub(crate) passing: bool,
     pub(crate) traffic: &'a Traffic,
+    /// Bit k set if slot k was flagged stuck when the step began (empty when no one was).
+    pub(crate) was_stuck: &'a [u64],
 }
 
 impl StepContext<'_> {
@@ -512,7 +514,7 @@ impl StepContext<'_> {
                 // get.
                 state = AgentState::Arrived;
                 *timer = 0.0;
-            } else {
+            } else if !self.queued(i, p, dist_goal) {
                 flags.set_stuck();
             }
         }
@@ -551,8 +553,8 @@ impl StepContext<'_> {
 
     /// Keep right of oncoming agents: agent `i` at `p`, heading `desired` with agents heading
     /// against it ahead ([`Self::in_traffic`]), turns to its right, and steps aside instead of
-    /// forward when one of another group stands in its way close ahead (unless a wall already
-    /// holds it on its right). O(neighbours within a body or two).
+    /// forward when one of another group stands in its way close ahead; unless a wall already
+    /// holds it on its right, where it follows its field. O(neighbours within a body or two).
     fn pass_side(&self, i: usize, p: Vec2, radius: f32, desired: Vec2) -> Vec2 {
         let cfg = self.config;
         let right = Vec2::new(-desired.y, desired.x);
@@ -584,17 +586,45 @@ impl StepContext<'_> {
             let short = d.dot(right) + need;
             close = short > 0.0 && ahead < need * 1.6;
         });
-        if close {
-            // A wall within a third of a cell of its right side: it is as far right as it gets.
-            let probe = p + right * (radius + 0.35 * self.grid.cell_size());
-            let hugging = self.grid.world_to_cell(probe).is_none_or(|c| {
-                self.costs[c.y as usize * self.grid.width() as usize + c.x as usize] == WALL
-            });
-            if !hugging {
-                return right;
-            }
+        // A wall within a third of a cell of its right side: it is as far right as it gets.
+        let probe = p + right * (radius + 0.35 * self.grid.cell_size());
+        let hugging = self.grid.world_to_cell(probe).is_none_or(|c| {
+            self.costs[c.y as usize * self.grid.width() as usize + c.x as usize] == WALL
+        });
+        if hugging {
+            // Along its field: turning right would only press it into the wall (beside a
+            // corridor's mouth, it would slide away from the mouth).
+            desired
+        } else if close {
+            right
+        } else {
+            (desired + right * cfg.passing_weight).normalize_or_zero()
         }
-        (desired + right * cfg.passing_weight).normalize_or_zero()
+    }
+
+    /// True when agent `i`, standing at `p`, `dist_goal` from its goal, waits its turn: it
+    /// touches a moving agent of its group that stands nearer the goal (straight-line) and was
+    /// not stuck when the step began. Such an agent is held up by its own queue, which moves:
+    /// only the head of a queue is flagged stuck, and then, a step later each, those behind
+    /// it. Asked only of agents whose stuck timer ran out. O(neighbours within two bodies).
+    pub(crate) fn queued(&self, i: usize, p: Vec2, dist_goal: f32) -> bool {
+        let ng = self.neighbours;
+        let (own, radius) = (self.group_of[i], self.radii[i]);
+        let goal = self.groups[own as usize].goal;
+        let slack = 0.1 * self.grid.cell_size();
+        let mut queued = false;
+        ng.for_each_near_in::<false>(Plain, p, i, radius + ng.widest + slack, |e, _, d2| {
+            queued = queued
+                || (self.group_of[e] == own
+                    && ng.states[e] == AgentState::Moving
+                    && self
+                        .was_stuck
+                        .get(e / 64)
+                        .is_none_or(|w| w >> (e % 64) & 1 == 0)
+                    && d2.sqrt() < radius + self.radii[e] + slack
+                    && ng.point(e).distance(goal) < dist_goal);
+        });
+        queued
     }
 
     /// For an agent on a walkable map cell that its flow field marks as wall: the direction to

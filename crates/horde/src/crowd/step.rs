@@ -179,6 +179,15 @@ impl Crowd {
         track: bool,
         clearances: &mut [u32],
     ) {
+        // Who was flagged stuck, for `StepContext::queued` (the flags change during the update).
+        let was_stuck = &mut self.scratch.was_stuck;
+        was_stuck.clear();
+        if self.flags.iter().any(|f| f.is_stuck()) {
+            was_stuck.resize(self.flags.len().div_ceil(64), 0);
+            for (k, f) in self.flags.iter().enumerate() {
+                was_stuck[k / 64] |= (f.is_stuck() as u64) << (k % 64);
+            }
+        }
         let passing = self.config.passing_range > 0.0 && groups.len() > 1;
         if passing {
             self.traffic.count(
@@ -206,6 +215,7 @@ impl Crowd {
             walk_bound,
             passing,
             traffic: &self.traffic,
+            was_stuck: &self.scratch.was_stuck,
         };
         // Each agent writes only its own entries; everything it reads of others is the snapshot
         // in the neighbour grid. So the step runs in place, in any order, on any thread count.

@@ -877,7 +877,16 @@ impl StepContext<'_> {
         let vx_new = _mm256_blendv_ps(vx_new, zero, stop_x);
         let vy_new = _mm256_blendv_ps(vy_new, zero, stop_y);
 
-        let (anchor, timer, arrive, stuck) = self.stuck8(walks, (anchors, timers));
+        let (anchor, timer, arrive, mut stuck) = self.stuck8(walks, (anchors, timers));
+        // Those waiting their turn behind their own group are not stuck (`queued`).
+        let mut rest = stuck;
+        while rest != 0 {
+            let l = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            if self.queued(first + l, positions[l], walks.dist_goal[l]) {
+                stuck &= !(1 << l);
+            }
+        }
         // `move_bound`.
         const GROWTH: f32 = 1.0 + 1e-6;
         let moved = _mm256_mul_ps(
