@@ -927,3 +927,44 @@ fn a_queue_that_moves_is_not_stuck_and_a_jam_is_from_its_head_back() {
         assert_eq!(crowd.state(h).unwrap(), AgentState::Moving);
     }
 }
+
+#[test]
+fn a_group_enters_a_door_while_another_leaves() {
+    // The door scene's wall with its 2-cell door: 100 agents in the west room head east while
+    // 100 in the east room head west, against 200 going east alone. Without passing the two
+    // met in the door and jammed (6.5 % arrived in 150 s).
+    let (cost, _, _) = door_scenario();
+    let west_room = (UVec2::new(2, 2), UVec2::new(27, 37));
+    let east_room = (UVec2::new(33, 2), UVec2::new(57, 37));
+    let group = |goal: (u32, u32), spawn, agents| SceneGroup {
+        goal: UVec2::new(goal.0, goal.1),
+        spawn,
+        agents,
+        radii: &[0.35],
+    };
+    // Arrived means in the room of its goal.
+    let arrived_where = |g: usize, p: Vec2| if g == 0 { p.x > 31.0 } else { p.x < 30.0 };
+    let one_way = run_scene(
+        &cost,
+        &[group((50, 20), west_room, 200)],
+        200.0,
+        arrived_where,
+    );
+    let two_way = run_scene(
+        &cost,
+        &[
+            group((50, 20), west_room, 100),
+            group((5, 20), east_room, 100),
+        ],
+        200.0,
+        arrived_where,
+    );
+    let what = format!("one way {one_way:?}, counterflow {two_way:?}");
+    eprintln!("{what}");
+    let pace = one_way.all_arrived_s[0].expect(&what);
+    for t in &two_way.all_arrived_s {
+        assert!(t.expect(&what) <= 1.5 * pace, "{what}");
+    }
+    assert!(two_way.max_stuck_s < 10.0, "{what}");
+    assert!(two_way.max_overlap < 0.45, "{what}");
+}
