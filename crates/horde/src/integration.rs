@@ -872,9 +872,12 @@ mod tests {
             let mut b = IntegrationBuilder::new();
             b.set_sweeps(sweeps);
             let r = b.build_seeded(&open(2, 1), &[(UVec2::ZERO, limit)], CostModel::TenFourteen);
-            assert!(
-                matches!(r, Err(IntegrationError::Overflow { x: 1, y: 0, .. })),
-                "sweeps {sweeps}: {r:?}"
+            // (The limit reported is the largest value a field holds.)
+            let limit = UNREACHABLE - 1;
+            assert_eq!(
+                r,
+                Err(IntegrationError::Overflow { x: 1, y: 0, limit }),
+                "sweeps {sweeps}"
             );
         }
         // Seeds above what the row sweeps hold (2^31) are the wave's, and count in full.
@@ -907,6 +910,36 @@ mod tests {
         b.finish_into(&mut sliced).unwrap();
         let whole = IntegrationBuilder::new()
             .build(&cost, &goal, CostModel::TenFourteen)
+            .unwrap();
+        assert_eq!(sliced, whole);
+    }
+
+    #[test]
+    fn the_wave_settles_exactly_its_budget_per_slice() {
+        // The wave (sweeps off) settles exactly `max_cells` cells per call, as documented, and
+        // the slices add up to the one-shot build.
+        let cost = open(30, 20);
+        let goal = [UVec2::new(3, 4)];
+        let mut b = IntegrationBuilder::new();
+        b.set_sweeps(false);
+        b.start(&cost, &goal, CostModel::Octile).unwrap();
+        for slice in 1..=59 {
+            assert_eq!(
+                b.advance(10).unwrap(),
+                BuildProgress::Running {
+                    settled: 10 * slice
+                },
+                "slice {slice}"
+            );
+        }
+        assert_eq!(
+            b.advance(10).unwrap(),
+            BuildProgress::Done(WaveStats { settled: 600 })
+        );
+        let mut sliced = IntegrationField::new(*cost.grid(), CostModel::Octile);
+        b.finish_into(&mut sliced).unwrap();
+        let whole = IntegrationBuilder::new()
+            .build(&cost, &goal, CostModel::Octile)
             .unwrap();
         assert_eq!(sliced, whole);
     }
