@@ -945,6 +945,37 @@ mod tests {
     }
 
     #[test]
+    fn the_wave_settles_each_cell_once_on_rough_terrain() {
+        // Terrain 1–9 and some walls: many cells are offered a value, then a better one in the
+        // same bucket. Each is queued once there and expanded once: the wave settles exactly
+        // the reachable cells, in both models.
+        let mut cost = open(40, 30);
+        let mut s = 0x1234_5678u32;
+        for y in 0..30 {
+            for x in 0..40 {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                let c = if s % 11 == 0 { WALL } else { (s % 9 + 1) as u8 };
+                cost.set(UVec2::new(x, y), c).unwrap();
+            }
+        }
+        let goal = UVec2::new(20, 15);
+        cost.set(goal, 1).unwrap();
+        for model in [CostModel::TenFourteen, CostModel::Octile] {
+            let mut b = IntegrationBuilder::new();
+            b.set_sweeps(false);
+            let mut f = IntegrationField::new(*cost.grid(), model);
+            let stats = b.build_into(&cost, &[goal], model, &mut f).unwrap();
+            let reachable = (0..cost.grid().len())
+                .filter(|&i| f.get(cost.grid().cell(i)).is_some())
+                .count();
+            assert!(reachable > 1000, "{reachable}");
+            assert_eq!(stats.settled, reachable, "{model:?}");
+        }
+    }
+
+    #[test]
     fn a_reused_builder_pads_a_map_of_another_shape_afresh() {
         // 4 x 3 and 3 x 4 pad to the same number of cells (30) but not the same rows: the
         // border must be walled again for the second, or the wave walks off the map.
