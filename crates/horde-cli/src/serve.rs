@@ -199,14 +199,14 @@ async fn serve_tab(socket: &mut WebSocket, session: &mut Session) -> Result<(), 
                     Ok(None) => {}
                     Err(e) => socket.send(Message::Text(error_reply(&e).into())).await?,
                 }
-                send_frames(socket, session, true).await?;
+                send_frames(socket, session).await?;
             }
             _ = frames.tick() => {
                 if let Err(e) = session.tick() {
                     session.handle(horde_cli::playground::Request::Pause {}).ok();
                     socket.send(Message::Text(error_reply(&e.to_string()).into())).await?;
                 }
-                send_frames(socket, session, true).await?;
+                send_frames(socket, session).await?;
                 if last_stats.elapsed() >= STATS_EVERY {
                     last_stats = Instant::now();
                     socket.send(Message::Text(session.stats_reply().into())).await?;
@@ -216,12 +216,8 @@ async fn serve_tab(socket: &mut WebSocket, session: &mut Session) -> Result<(), 
     }
 }
 
-async fn send_frames(
-    socket: &mut WebSocket,
-    session: &mut Session,
-    fields_due: bool,
-) -> Result<(), axum::Error> {
-    let (binary, text) = session.frames(fields_due);
+async fn send_frames(socket: &mut WebSocket, session: &mut Session) -> Result<(), axum::Error> {
+    let (binary, text) = session.frames();
     for t in text {
         socket.send(Message::Text(t.into())).await?;
     }

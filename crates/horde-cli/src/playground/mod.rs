@@ -367,17 +367,17 @@ impl Session {
         Ok(())
     }
 
-    /// What the page has not seen yet: map and field frames when they changed (only when
-    /// `fields_due`, so that a fast stroke sends one of each per frame, not per piece), the
+    /// What the page has not seen yet: map and field frames when they changed (the server
+    /// asks once per frame, so a fast stroke sends one of each per frame, not per piece), the
     /// agents when they moved, the state when it changed. Text replies are `Err`-free JSON.
-    pub fn frames(&mut self, fields_due: bool) -> (Vec<Vec<u8>>, Vec<String>) {
+    pub fn frames(&mut self) -> (Vec<Vec<u8>>, Vec<String>) {
         let mut binary = Vec::new();
         let mut text = Vec::new();
-        if fields_due && self.dirty_map.0 < self.dirty_map.2 {
+        if self.dirty_map.0 < self.dirty_map.2 {
             binary.push(self.map_frame());
             self.dirty_map = (u32::MAX, u32::MAX, 0, 0);
         }
-        if fields_due && self.dirty_fields != 0 {
+        if self.dirty_fields != 0 {
             for g in 0..MAX_GROUPS {
                 if self.dirty_fields & (1 << g) != 0 {
                     binary.push(self.field_frame(g));
@@ -394,11 +394,6 @@ impl Session {
             self.dirty_state = false;
         }
         (binary, text)
-    }
-
-    /// Whether field frames wait to be sent.
-    pub fn fields_pending(&self) -> bool {
-        self.dirty_fields != 0
     }
 
     /// The figures as a `stats` reply.

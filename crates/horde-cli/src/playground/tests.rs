@@ -214,7 +214,7 @@ fn frames_carry_the_map_the_field_and_the_agents() {
         r#"{"t":"spawn","group":2,"x":2,"y":2,"spread":1.5,"count":6,"radius":0.3,"speed":3}"#,
     ))
     .unwrap();
-    let (binary, text) = s.frames(true);
+    let (binary, text) = s.frames();
     let tags: Vec<u8> = binary.iter().map(|f| f[0]).collect();
     assert_eq!(
         tags,
@@ -265,17 +265,14 @@ fn frames_carry_the_map_the_field_and_the_agents() {
     assert_eq!(state["groups"][2]["goals"], serde_json::json!([[10, 1]]));
     assert_eq!(state["undo"], 1);
     // Nothing new: nothing sent (paused, so no agent frame either).
-    let (binary, text) = s.frames(true);
+    let (binary, text) = s.frames();
     assert!(binary.is_empty() && text.is_empty());
-    // A paint marks the field; it waits until fields are due, then sends the cells that
-    // changed: one rectangle, which holds every cell whose value or arrow differs.
+    // A paint marks the map and the field; the next frames send the cells that changed: one
+    // rectangle, which holds every cell whose value or arrow differs.
     let old_values = s.field(2).unwrap().integration().values().to_vec();
     let old_flow = s.field(2).unwrap().flow().bytes().to_vec();
     s.handle(paint(2, (3.5, 7.5), (3.5, 7.5), 0.5, 9)).unwrap();
-    assert!(s.fields_pending());
-    let (binary, _) = s.frames(false);
-    assert!(binary.is_empty());
-    let (binary, _) = s.frames(true);
+    let (binary, _) = s.frames();
     assert_eq!(
         binary.iter().map(|f| f[0]).collect::<Vec<_>>(),
         [protocol::MAP_FRAME, protocol::FIELD_FRAME]
@@ -317,7 +314,7 @@ fn frames_carry_the_map_the_field_and_the_agents() {
     assert!(new_values != &old_values[..]);
     // Painting the same again changes nothing, and is answered by an empty rectangle.
     s.handle(paint(2, (3.5, 7.5), (3.5, 7.5), 0.5, 9)).unwrap();
-    let (binary, _) = s.frames(true);
+    let (binary, _) = s.frames();
     assert_eq!(binary.len(), 1);
     assert_eq!(binary[0].len(), 32);
     assert_eq!(read_u32(&binary[0], 24), Some(0));
@@ -391,7 +388,7 @@ fn agents_on_a_new_wall_are_moved_off_it_and_params_keep_them_in_place() {
     assert_eq!(s.crowd().config().collision_passes, 3);
     let after: Vec<Vec2> = s.crowd().snapshot().map(|a| a.position).collect();
     assert_eq!(before, after);
-    let (binary, _) = s.frames(true);
+    let (binary, _) = s.frames();
     let agents = binary
         .iter()
         .find(|f| f[0] == protocol::AGENT_FRAME)
@@ -437,7 +434,7 @@ fn a_generated_dungeon_replaces_map_goals_agents_and_history() {
         s.handle(Request::Undo {}),
         Err(PlayError::NothingToUndo)
     ));
-    let (binary, _) = s.frames(true);
+    let (binary, _) = s.frames();
     // The map, and every group's (now empty) field.
     assert_eq!(
         binary
