@@ -956,7 +956,11 @@ mod tests {
                 s ^= s << 13;
                 s ^= s >> 17;
                 s ^= s << 5;
-                let c = if s.is_multiple_of(11) { WALL } else { (s % 9 + 1) as u8 };
+                let c = if s.is_multiple_of(11) {
+                    WALL
+                } else {
+                    (s % 9 + 1) as u8
+                };
                 cost.set(UVec2::new(x, y), c).unwrap();
             }
         }

@@ -125,10 +125,11 @@ pub struct CrowdConfig {
     /// clear of everyone are skipped).
     pub collision_passes: usize,
     /// Counterflow: an agent whose field meets agents heading against it within this distance
-    /// ahead (counted per 4 × 4 block of cells) keeps to its right, and steps aside instead of
-    /// forward when one of another group stands close in its way, so opposing groups form
-    /// lanes in corridors and doors instead of meeting head-on. Only when the step is given two
-    /// groups or more; 0 turns it off.
+    /// ahead (counted per 4 × 4 block of cells; its own group's count only while it is further
+    /// than this from its pile) keeps to its right, and steps aside instead of forward when one
+    /// of another group stands close in its way, so opposing groups form lanes in corridors and
+    /// doors instead of meeting head-on. Only when the step is given two groups or more; 0
+    /// turns it off.
     pub passing_range: f32,
     /// How hard an agent in counterflow turns to its right: the weight of its right beside
     /// the flow's 1 (2 heads it about 63° off its arrow while others come against it).
@@ -311,7 +312,8 @@ pub struct StepStats {
 /// agent in 64 (0.125 bytes per agent, or 512 bytes for crowds under 4096), and the marks of a
 /// collision pass after one that pushed more than that, a bit per agent (0.125 bytes).
 /// When a step is given two groups or more (and `passing_range` is above 0), the counts of
-/// who heads which way add 0.5 bytes per map cell (four counters of 2 bytes per 4 × 4 block).
+/// who heads which way add 1 byte per map cell (four counts and groups of 4 bytes per 4 × 4
+/// block).
 /// Sorting borrows the old positions' buffer as scratch, and the clearances live in the sort
 /// order's buffer during a step and in six bits of the flags between steps, so neither adds
 /// anything. Nothing is allocated per step once the arrays have grown.

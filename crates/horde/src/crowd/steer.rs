@@ -527,27 +527,41 @@ impl StepContext<'_> {
     }
 
     /// True when agents head against agent `i`, standing at `p`, in the blocks ahead of it
-    /// (its field's arrow on its cell, and up to `passing_range` along it; see `Traffic`).
-    /// Whole numbers only, so the eight-lane update takes the same agents out of its lanes
-    /// (`sample8`) as the one-by-one update steers aside. O(range / block).
+    /// (its field's arrow on its cell, and up to `passing_range` along it; see `Traffic`):
+    /// agents of another group anywhere, and of its own group unless it is within
+    /// `passing_range` of its pile (there its group converges on the goal from every side,
+    /// and no one makes way for anyone). Away from the goal, its own group's agents coming
+    /// from both sides of a door or a corridor's mouth count too: keeping right there leaves
+    /// the other side of the mouth to those coming out. Whole numbers but for the distance
+    /// to the goal, which both compilations take alike, so the eight-lane update takes the
+    /// same agents out of its lanes (`sample8`) as the one-by-one update steers aside.
+    /// O(range / block).
     #[inline(always)]
     pub(crate) fn in_traffic(&self, i: usize, p: Vec2) -> bool {
         let Some(cell) = self.grid.world_to_cell(p) else {
             return false;
         };
-        let flow = self.groups[self.group_of[i] as usize].flow;
-        let Some(b) = flow.byte(cell).filter(|&b| (b as usize) < Dir8::ALL.len()) else {
+        let own = self.group_of[i];
+        let grp = &self.groups[own as usize];
+        let Some(b) = grp
+            .flow
+            .byte(cell)
+            .filter(|&b| (b as usize) < Dir8::ALL.len())
+        else {
             return false;
         };
-        let (dx, dy) = Dir8::ALL[b as usize].offset();
+        let step = Dir8::ALL[b as usize].offset();
         let block = TRAFFIC_BLOCK as i64;
         // (At most 16 blocks, 64 cells, ahead whatever the range.)
+        let range = self.config.passing_range;
         let block_side = self.grid.cell_size() * TRAFFIC_BLOCK as f32;
-        let blocks = (self.config.passing_range / block_side).min(16.0) as i64;
+        let blocks = (range / block_side).min(16.0) as i64;
+        let near_goal = grp.goal.distance(p) <= self.pile_radius(own) + range;
         (0..=blocks).any(|k| {
-            let x = cell.x as i64 + dx as i64 * block * k;
-            let y = cell.y as i64 + dy as i64 * block * k;
-            self.traffic.oncoming(x, y, dx, dy) > 0
+            let x = cell.x as i64 + step.0 as i64 * block * k;
+            let y = cell.y as i64 + step.1 as i64 * block * k;
+            let seen = self.traffic.oncoming(x, y, step, own);
+            seen.other_group || (seen.count > 0 && !near_goal)
         })
     }
 
