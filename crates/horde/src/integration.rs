@@ -1208,6 +1208,55 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore)]
+    fn after_a_hand_over_only_that_size_skips_the_sweeps_and_only_for_a_while() {
+        use sweep::RETRY_AFTER;
+        let cost = maze(64, 3);
+        let goal = [UVec2::new(1, 1)];
+        let m = CostModel::TenFourteen;
+        let mut b = IntegrationBuilder::new();
+        b.build(&cost, &goal, m).unwrap();
+        assert_eq!(b.sweep.skips_left(), RETRY_AFTER, "the maze is handed over");
+        // A map of another size is swept as ever, and the count for the maze's size stays.
+        b.build(&open(40, 30), &goal, m).unwrap();
+        assert_eq!(b.sweep.skips_left(), RETRY_AFTER);
+        // The next builds of the maze's size go straight to the wave, counting down ...
+        for k in 1..=RETRY_AFTER {
+            b.build(&cost, &goal, m).unwrap();
+            assert_eq!(b.sweep.skips_left(), RETRY_AFTER - k);
+        }
+        // ... and then the sweeps are tried again (and hand over again).
+        b.build(&cost, &goal, m).unwrap();
+        assert_eq!(b.sweep.skips_left(), RETRY_AFTER);
+    }
+
+    #[test]
+    fn a_sliced_sweep_reports_the_columns_it_swept() {
+        // An open map the sweeps build: each slice reports more work done than the last.
+        let cost = open(300, 200);
+        let mut b = IntegrationBuilder::new();
+        b.start(&cost, &[UVec2::new(150, 100)], CostModel::Octile)
+            .unwrap();
+        let mut last = 0;
+        let mut slices = 0;
+        loop {
+            match b.advance(1000).unwrap() {
+                BuildProgress::Running { settled } => {
+                    assert!(settled > last, "{settled} after {last}");
+                    assert!(settled <= last + 1000 + 300, "{settled} after {last}");
+                    last = settled;
+                    slices += 1;
+                }
+                BuildProgress::Done(stats) => {
+                    assert_eq!(stats.settled, 300 * 200);
+                    break;
+                }
+            }
+        }
+        assert!(slices >= 60, "{slices} slices");
+    }
+
+    #[test]
     // Thousands of cells per build, several builds: hours under Miri (the scalar paths it
     // checks run in the smaller tests).
     #[cfg_attr(miri, ignore)]

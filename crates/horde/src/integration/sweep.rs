@@ -26,7 +26,7 @@ const WALL_STEP: u32 = 1 << 31;
 const MAX_WORK: u64 = 6;
 /// After a map was handed to the wave, the next builds of the same size go straight to the wave,
 /// and the sweeps are tried again only after this many.
-const RETRY_AFTER: u32 = 16;
+pub(crate) const RETRY_AFTER: u32 = 16;
 
 /// An interval of columns (padded x), empty when `lo > hi`.
 #[derive(Debug, Clone, Copy)]
@@ -110,6 +110,12 @@ impl SweepScratch {
     #[cfg(test)]
     pub(crate) fn handed_over_lately(&self) -> bool {
         self.skip > 0
+    }
+
+    /// Builds of the size handed over last that will still go straight to the wave.
+    #[cfg(test)]
+    pub(crate) fn skips_left(&self) -> u32 {
+        self.skip
     }
 
     /// Columns swept so far in this build.
