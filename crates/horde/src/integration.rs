@@ -1208,6 +1208,28 @@ mod tests {
     }
 
     #[test]
+    fn seeds_near_the_sweeps_ceiling_give_the_waves_field() {
+        // Seeds just under, at and just over the sweeps' "no value yet" marker, beside swamp
+        // (terrain 254, the dearest step): the sweeps take a seed only while its neighbours'
+        // values stay under the marker; the rest go to the wave. Either way the field is the
+        // wave's own.
+        use sweep::INF;
+        let mut row = open(4, 2);
+        row.fill_rect(UVec2::new(1, 0), UVec2::new(3, 1), 254)
+            .unwrap();
+        for model in [CostModel::TenFourteen, CostModel::Octile] {
+            for seed in [INF - 3600, INF - 200, INF - 5, INF, INF + 100] {
+                let seeds = [(UVec2::ZERO, seed)];
+                let mut wave = IntegrationBuilder::new();
+                wave.set_sweeps(false);
+                let want = wave.build_seeded(&row, &seeds, model).unwrap();
+                let got = IntegrationBuilder::new().build_seeded(&row, &seeds, model);
+                assert_eq!(got.unwrap(), want, "{model:?}, seed {seed}");
+            }
+        }
+    }
+
+    #[test]
     #[cfg_attr(miri, ignore)]
     fn after_a_hand_over_only_that_size_skips_the_sweeps_and_only_for_a_while() {
         use sweep::RETRY_AFTER;
