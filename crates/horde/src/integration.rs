@@ -1253,6 +1253,31 @@ mod tests {
     }
 
     #[test]
+    fn sweeps_of_maps_wider_than_one_word_of_marks_equal_the_wave() {
+        // 1100 columns need two 64-bit words of marks per row (16 columns a mark); sliced, so
+        // the one-thread sweeps build it, with terrain and walls so that rows change again.
+        let mut cost = open(1100, 6);
+        for x in (7..1090).step_by(13) {
+            cost.fill_rect(UVec2::new(x, 1), UVec2::new(x, 4), WALL)
+                .unwrap();
+            cost.set(UVec2::new(x + 1, 2), 9).unwrap();
+        }
+        let goal = [UVec2::new(1000, 3)];
+        for model in [CostModel::TenFourteen, CostModel::Octile] {
+            let mut wave = IntegrationBuilder::new();
+            wave.set_sweeps(false);
+            let want = wave.build(&cost, &goal, model).unwrap();
+            let mut b = IntegrationBuilder::new();
+            b.start(&cost, &goal, model).unwrap();
+            while let BuildProgress::Running { .. } = b.advance(5000).unwrap() {}
+            let mut got = IntegrationField::new(*cost.grid(), model);
+            b.finish_into(&mut got).unwrap();
+            assert_eq!(got, want, "{model:?}");
+            assert!(!b.sweep.handed_over_lately(), "swept, not handed over");
+        }
+    }
+
+    #[test]
     fn a_sliced_sweep_reports_the_columns_it_swept() {
         // An open map the sweeps build: each slice reports more work done than the last.
         let cost = open(300, 200);
