@@ -303,14 +303,15 @@ pub struct StepStats {
 /// operations in the same order, so both give the same bits: positions are the same on any
 /// x86-64 CPU as on any thread count.
 ///
-/// Memory per agent: at most 63.3 bytes, the neighbour grid included. Agent arrays 40 (position
+/// Memory per agent: at most 63.4 bytes, the neighbour grid included. Agent arrays 40 (position
 /// 8, velocity 8, radius 4, top speed 4, group 2, state 1, flags 1, stuck reference distance 4
 /// and timer 4, id 4); id table 8 (slot 4, generation 4); neighbour grid 13 (sort order 4,
 /// position snapshot 8, state snapshot 1) plus its cell starts, 4 bytes per cell and at most one
 /// cell per two agents (2 bytes per agent; cells never get smaller than the separation radius);
 /// the lists of agents pushed and marked by the collision passes, 4 bytes each for at most one
 /// agent in 64 (0.125 bytes per agent, or 512 bytes for crowds under 4096), and the marks of a
-/// collision pass after one that pushed more than that, a bit per agent (0.125 bytes).
+/// collision pass after one that pushed more than that, a bit per agent (0.125 bytes); who
+/// was flagged stuck when a step began, a bit per agent (0.125 bytes, only while anyone is).
 /// When a step is given two groups or more (and `passing_range` is above 0), the counts of
 /// who heads which way add 1 byte per map cell (four counts and groups of 4 bytes per 4 × 4
 /// block).
@@ -358,6 +359,9 @@ pub struct Crowd {
     clearance_unit: f32,
     /// Steps left without clearances (see `keep_clearances`).
     dense_steps: u32,
+    /// Agents flagged stuck after the last step (an upper bound: flags are only ever cleared
+    /// between steps), so that a step where no one was skips recording who was.
+    stuck_last_step: usize,
     /// Steps since the agents were last sorted.
     unsorted_steps: u32,
     /// While `sorted`: the grid's snapshot holds every position as it is.
@@ -476,6 +480,7 @@ impl Crowd {
             sorted: false,
             clearance_unit: 0.0,
             dense_steps: 0,
+            stuck_last_step: 0,
             unsorted_steps: 0,
             snapshot_current: false,
             pushed: Vec::new(),
@@ -863,7 +868,8 @@ impl Crowd {
     }
     /// Handles of the agents flagged stuck: moving, but no nearer their goal by
     /// [`CrowdConfig::stuck_distance`] for [`CrowdConfig::stuck_time`] and not queued behind
-    /// their own group's moving agents (a blocked corridor, a field gone stale). The game decides what to do with them (a new goal, a path by A*).
+    /// their own group's moving agents (a blocked corridor, a field gone stale). The game
+    /// decides what to do with them (a new goal, a path by A*).
     /// O(slots).
     pub fn stuck_agents(&self) -> impl Iterator<Item = AgentHandle> + '_ {
         self.handles()

@@ -51,7 +51,9 @@ impl Crowd {
             self.keep_clearances(&mut clearances, since);
         }
         self.neighbours.slots = clearances;
-        Ok(self.tally(groups))
+        let stats = self.tally(groups);
+        self.stuck_last_step = stats.stuck;
+        Ok(stats)
     }
 
     /// Refuse a bad call before anything changes; returns the top speed of the fastest agent.
@@ -182,7 +184,7 @@ impl Crowd {
         // Who was flagged stuck, for `StepContext::queued` (the flags change during the update).
         let was_stuck = &mut self.scratch.was_stuck;
         was_stuck.clear();
-        if self.flags.iter().any(|f| f.is_stuck()) {
+        if self.stuck_last_step > 0 {
             was_stuck.resize(self.flags.len().div_ceil(64), 0);
             for (k, f) in self.flags.iter().enumerate() {
                 was_stuck[k / 64] |= (f.is_stuck() as u64) << (k % 64);
