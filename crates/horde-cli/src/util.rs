@@ -243,10 +243,23 @@ pub struct AtomicFile {
 impl AtomicFile {
     /// Start writing `path`.
     pub fn create(path: &str) -> Result<AtomicFile> {
-        let file = tempfile::Builder::new()
-            .prefix(".horde-")
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".horde-");
+        // A temporary file is private (0600); the file it becomes gets what any new file gets
+        // (0666 less the umask), or keeps the permissions of the file it replaces.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o666));
+        }
+        let file = builder
             .tempfile_in(folder_of(path))
             .with_context(|| format!("cannot write {}", shown(path)))?;
+        if let Ok(old) = std::fs::metadata(path) {
+            file.as_file()
+                .set_permissions(old.permissions())
+                .with_context(|| format!("cannot write {}", shown(path)))?;
+        }
         Ok(AtomicFile {
             file,
             path: path.to_owned(),
@@ -286,4 +299,31 @@ pub fn write_file(path: &str, text: &str) -> Result<()> {
         .write_all(text.as_bytes())
         .with_context(|| format!("cannot write {}", shown(path)))?;
     f.commit()
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(path: &std::path::Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn written_files_get_the_permissions_of_a_new_file_or_keep_the_old_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        // What any new file gets here (0666 less the umask), not a temporary file's 0600.
+        let plain = dir.path().join("plain");
+        std::fs::File::create(&plain).unwrap();
+        let new = dir.path().join("new.txt");
+        write_file(new.to_str().unwrap(), "a").unwrap();
+        assert_eq!(mode(&new), mode(&plain));
+        assert_ne!(mode(&new), 0o600, "a umask of 0066 would hide this test's point");
+        // A file replaced keeps its permissions.
+        std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_file(new.to_str().unwrap(), "b").unwrap();
+        assert_eq!(mode(&new), 0o640);
+        assert_eq!(std::fs::read_to_string(&new).unwrap(), "b");
+    }
 }
