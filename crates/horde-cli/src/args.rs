@@ -45,6 +45,40 @@ pub fn number_in(
     }
 }
 
+/// Agent radii, cycled over the agents of each group (`--radius 0.25,0.35,0.45`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Radii(pub Vec<f32>);
+
+/// Most radii `--radius` takes.
+pub const MAX_RADII: usize = 16;
+
+/// A clap parser for one number, or up to [`MAX_RADII`] separated by commas, each in
+/// `lo..=hi` (`lo` excluded when `open_lo`), naming the one it refuses.
+pub fn numbers_in(
+    lo: f32,
+    hi: f32,
+    open_lo: bool,
+) -> impl Fn(&str) -> Result<Radii, String> + Clone + Send + Sync {
+    let one = number_in(lo, hi, open_lo);
+    move |s: &str| {
+        let parts: Vec<&str> = s.split(',').collect();
+        if parts.len() == 1 {
+            return one(s).map(|v| Radii(vec![v]));
+        }
+        if parts.len() > MAX_RADII {
+            return Err(format!(
+                "{} numbers (at most {MAX_RADII}, separated by commas)",
+                parts.len()
+            ));
+        }
+        let values = parts
+            .iter()
+            .map(|p| one(p).map_err(|e| format!("{}: {e}", p.trim())))
+            .collect::<Result<Vec<f32>, String>>()?;
+        Ok(Radii(values))
+    }
+}
+
 /// A whole number that fits a `u32`, or why not (naming `part` of `whole`).
 fn whole_u32(part: &str, whole: &str) -> Result<u32, String> {
     let v = part.trim();
@@ -196,6 +230,25 @@ pub fn shorten_args_in(message: &str, args: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn radii_parse_one_or_a_list_and_name_the_bad_one() {
+        let parse = numbers_in(0.0, 2.0, true);
+        assert_eq!(parse("0.35"), Ok(Radii(vec![0.35])));
+        assert_eq!(parse("0.25, 0.35,0.45"), Ok(Radii(vec![0.25, 0.35, 0.45])));
+        assert_eq!(parse("3"), Err("outside (0, 2]".to_owned()));
+        assert_eq!(parse("0.3,0"), Err("0: outside (0, 2]".to_owned()));
+        assert_eq!(
+            parse("0.3,,0.4"),
+            Err(": not a number (allowed: (0, 2])".to_owned())
+        );
+        let many = vec!["0.3"; MAX_RADII + 1].join(",");
+        assert_eq!(
+            parse(&many),
+            Err("17 numbers (at most 16, separated by commas)".to_owned())
+        );
+        assert_eq!(parse(&many[4..]).map(|r| r.0.len()), Ok(MAX_RADII));
+    }
 
     #[test]
     fn groups_parse_and_bad_ones_say_what_is_wrong() {

@@ -16,7 +16,7 @@ use crate::render::{
     ARROW_RGB, Canvas, GOAL_RGB, GROUND_RGB, GifWriter, Palette, UNIT_RGB, WALL_RGB, indexed_disc,
     terrain_rgb,
 };
-use horde_cli::args::GroupSpec;
+use horde_cli::args::{GroupSpec, Radii, numbers_in};
 
 use crate::util::{
     MAX_AGENTS, MAX_AGENTS_PER_CELL, MAX_COLLISION_PASSES, MAX_SCALE, MAX_STEPS, check_walkable,
@@ -55,9 +55,10 @@ pub struct Args {
     #[arg(long, value_name = "X0,Y0,X1,Y1")]
     spawn: Option<String>,
     /// Agent radius, in cells, in (0, 2]: one field serves every agent here, and wider bodies
-    /// need fields of their own size class (`CostField::inflated`).
-    #[arg(long, default_value_t = 0.35, value_parser = number_in(0.0, 2.0, true))]
-    radius: f32,
+    /// need fields of their own size class (`CostField::inflated`). Several, separated by
+    /// commas (at most 16), are dealt out in turn to the agents of each group.
+    #[arg(long, default_value = "0.35", value_parser = numbers_in(0.0, 2.0, true))]
+    radius: Radii,
     /// Agent top speed, in cells per second, in (0, 100].
     #[arg(long, default_value_t = 4.0, value_parser = number_in(0.0, 100.0, true))]
     speed: f32,
@@ -69,7 +70,7 @@ pub struct Args {
     collision_passes: usize,
     /// With several groups: how far ahead, in cells (0 to 64), an agent looks for others
     /// heading against it, to keep to its right of them (0 turns passing off).
-    #[arg(long, default_value_t = 12.0, value_parser = number_in(0.0, 64.0, false))]
+    #[arg(long, default_value_t = horde::crowd::CrowdConfig::default().passing_range, value_parser = number_in(0.0, 64.0, false))]
     passing: f32,
     /// Read the nearest arrow instead of blending the four nearest.
     #[arg(long)]
@@ -171,13 +172,13 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     let mut rng = Pcg64::seed_from_u64(a.seed);
     for (k, spec) in specs.iter().enumerate() {
         let cells = spawn_cells(&cost, spec, &name)?;
-        for cell in pick_cells(&cells, spec.agents, &mut rng) {
+        for (n, cell) in pick_cells(&cells, spec.agents, &mut rng).into_iter().enumerate() {
             let cell = cost.grid().cell(cell);
             let jitter = Vec2::new(rng.random_range(-0.15..0.15), rng.random_range(-0.15..0.15));
             let size = cost.grid().cell_size();
             let params = AgentParams {
                 position: cost.grid().cell_center(cell) + jitter * size,
-                radius: a.radius * size,
+                radius: a.radius.0[n % a.radius.0.len()] * size,
                 max_speed: a.speed * size,
                 group: k as u16,
             };

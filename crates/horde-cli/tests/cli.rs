@@ -1300,6 +1300,29 @@ fn bench_huge_json_has_the_agreed_keys() {
 }
 
 #[test]
+fn sim_deals_several_radii_out_in_turn() {
+    let hash = |radius: &str| {
+        let (code, out, err) = horde(&[
+            "sim", "builtin", "--goal", "64,64", "--agents", "60", "--steps", "40", "--radius",
+            radius, "--json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        v["state_hash"].as_str().unwrap().to_owned()
+    };
+    let small = hash("0.3");
+    // One radius twice is that radius; two different ones are neither.
+    assert_eq!(hash("0.3,0.3"), small);
+    let mixed = hash("0.3,0.45");
+    assert_ne!(mixed, small);
+    assert_ne!(mixed, hash("0.45"));
+    assert_ne!(mixed, hash("0.45,0.3"), "the first agent takes the first radius");
+    let (code, _, err) = horde(&["sim", "builtin", "--goal", "64,64", "--radius", "0.3,2.5"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("'--radius <RADIUS>': 2.5: outside (0, 2]"), "{err}");
+}
+
+#[test]
 fn sim_runs_several_groups_each_to_its_own_goal() {
     // An open 40 x 16 room: two groups of 30 swap ends.
     let map = tmp("swap.map");
