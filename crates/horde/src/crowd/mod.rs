@@ -129,7 +129,10 @@ pub struct CrowdConfig {
     /// than this from its pile) keeps to its right, and steps aside instead of forward when one
     /// of another group stands close in its way, so opposing groups form lanes in corridors and
     /// doors instead of meeting head-on. Only when the step is given two groups or more; 0
-    /// turns it off.
+    /// turns it off. Default 40 cells: groups about to enter a corridor that long see each
+    /// other before they enter, and each takes its lane from the mouth on (at 12, both filled
+    /// a 2-cell corridor before they met in its middle). Each agent reads one block per 4
+    /// cells, at most 16.
     pub passing_range: f32,
     /// How hard an agent in counterflow turns to its right: the weight of its right beside
     /// the flow's 1 (2 heads it about 63° off its arrow while others come against it).
@@ -152,7 +155,7 @@ impl Default for CrowdConfig {
             stuck_distance: 0.5,
             arrived_yield: 3.0,
             collision_passes: 2,
-            passing_range: 12.0,
+            passing_range: 40.0,
             passing_weight: 2.0,
         }
     }
