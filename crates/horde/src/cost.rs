@@ -983,6 +983,78 @@ mod tests {
     }
 
     #[test]
+    fn inflation_agrees_with_the_distance_to_every_wall_and_edge() {
+        // The reference: a cell is walled when its centre lies nearer than the radius to a wall
+        // cell's square or to the map's border (the squares off the map), by plain geometry.
+        let mut cost = field(13, 11);
+        for (x, y) in [(6, 5), (2, 2), (10, 8), (11, 8), (4, 9)] {
+            cost.set(UVec2::new(x, y), WALL).unwrap();
+        }
+        let walls: Vec<(f64, f64)> = (0..13 * 11)
+            .map(|i| (i % 13, i / 13))
+            .filter(|&(x, y)| cost.get(UVec2::new(x, y)) == Some(WALL))
+            .map(|(x, y)| (x as f64, y as f64))
+            .collect();
+        for radius in [0.3f32, 0.6, 0.9, 1.2, 1.6, 2.3] {
+            let big = cost.inflated(radius).unwrap();
+            for y in 0..11u32 {
+                for x in 0..13u32 {
+                    let (cx, cy) = (x as f64 + 0.5, y as f64 + 0.5);
+                    let to_edge = cx.min(cy).min(13.0 - cx).min(11.0 - cy);
+                    let to_wall = walls
+                        .iter()
+                        .map(|&(wx, wy)| {
+                            let dx = cx - cx.clamp(wx, wx + 1.0);
+                            let dy = cy - cy.clamp(wy, wy + 1.0);
+                            (dx * dx + dy * dy).sqrt()
+                        })
+                        .fold(f64::INFINITY, f64::min);
+                    let walled = to_edge.min(to_wall) < radius as f64;
+                    assert_eq!(
+                        big.get(UVec2::new(x, y)) == Some(WALL),
+                        walled,
+                        "radius {radius}, cell ({x}, {y})"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_polygon_does_not_stamp_the_cells_its_corners_only_touch() {
+        // A diamond whose four corners touch the middle of four cells' edges: the edges' normals
+        // do not separate those cells from it, only the axes do (the bounds test).
+        let diamond = Shape::ConvexPolygon(vec![
+            Vec2::new(1.0, 2.5),
+            Vec2::new(2.5, 1.0),
+            Vec2::new(4.0, 2.5),
+            Vec2::new(2.5, 4.0),
+        ]);
+        let mut cost = field(6, 6);
+        let n = cost.stamp(&[diamond], 9).unwrap();
+        let stamped = |x, y| cost.get(UVec2::new(x, y)) == Some(9);
+        for (x, y) in [(0, 2), (4, 2), (2, 0), (2, 4)] {
+            assert!(!stamped(x, y), "({x}, {y}) only touches a corner");
+        }
+        // The cells holding the corners and those between: a plus of five, and the four
+        // diagonal ones the edges cross.
+        for (x, y) in [
+            (1, 2),
+            (3, 2),
+            (2, 1),
+            (2, 3),
+            (2, 2),
+            (1, 1),
+            (3, 1),
+            (1, 3),
+            (3, 3),
+        ] {
+            assert!(stamped(x, y), "({x}, {y})");
+        }
+        assert_eq!(n, 9);
+    }
+
+    #[test]
     fn raw_values_convert_to_cost_units() {
         assert_eq!(CostModel::TenFourteen.to_cost(14), 14.0);
         assert_eq!(CostModel::Octile.to_cost(3 * 13_860), 3.0);
