@@ -319,7 +319,11 @@ mod tests {
         let new = dir.path().join("new.txt");
         write_file(new.to_str().unwrap(), "a").unwrap();
         assert_eq!(mode(&new), mode(&plain));
-        assert_ne!(mode(&new), 0o600, "a umask of 0066 would hide this test's point");
+        assert_ne!(
+            mode(&new),
+            0o600,
+            "a umask of 0066 would hide this test's point"
+        );
         // A file replaced keeps its permissions.
         std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o640)).unwrap();
         write_file(new.to_str().unwrap(), "b").unwrap();

@@ -1316,10 +1316,17 @@ fn sim_deals_several_radii_out_in_turn() {
     let mixed = hash("0.3,0.45");
     assert_ne!(mixed, small);
     assert_ne!(mixed, hash("0.45"));
-    assert_ne!(mixed, hash("0.45,0.3"), "the first agent takes the first radius");
+    assert_ne!(
+        mixed,
+        hash("0.45,0.3"),
+        "the first agent takes the first radius"
+    );
     let (code, _, err) = horde(&["sim", "builtin", "--goal", "64,64", "--radius", "0.3,2.5"]);
     assert_eq!(code, 2);
-    assert!(err.contains("'--radius <RADIUS>': 2.5: outside (0, 2]"), "{err}");
+    assert!(
+        err.contains("'--radius <RADIUS>': 2.5: outside (0, 2]"),
+        "{err}"
+    );
 }
 
 #[test]
