@@ -1,7 +1,7 @@
 //! Criterion benchmarks of the core: one field (integration + flow) vs A* queries on the built-in
-//! map, per-cell cost on a 1024 × 1024 map, and the `pathfinding` crate's `dijkstra_all` on the
-//! same costs. `cargo bench -p horde-nav`; the `horde bench` command prints the same comparisons as
-//! ratios measured in one run.
+//! map, per-cell cost on a 1024 × 1024 map and on winding maps (a maze, a dungeon), and the
+//! `pathfinding` crate's `dijkstra_all` on the same costs. `cargo bench -p horde-nav`; the
+//! `horde bench` command prints the same comparisons as ratios measured in one run.
 
 use std::hint::black_box;
 
@@ -158,5 +158,51 @@ fn living(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, fields, astar_vs_field, living);
+/// The maps where the row sweeps hand over to the wave: the Moving AI maze (corridors one cell
+/// wide) and a 1024 × 1024 dungeon of `horde dungeon --rooms 400` (rooms joined by one-cell
+/// corridors, 5 % of the map floor). Throughput counts the cells reached. `horde bench --map`
+/// sets the same build beside a plain BFS and `pathfinding::dijkstra_all` in one run.
+fn winding(c: &mut Criterion) {
+    let maze = horde::io::read_map(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../data/movingai/maze512-1-0.map"),
+    )
+    .unwrap();
+    let dungeon = {
+        let config = horde::dungeon::DungeonConfig {
+            width: 1024,
+            height: 1024,
+            rooms: 400,
+            ..horde::dungeon::DungeonConfig::default()
+        };
+        horde::dungeon::generate(&config, 1)
+            .unwrap()
+            .to_cost_field()
+    };
+    let mut group = c.benchmark_group("winding");
+    group.sample_size(20);
+    for (name, cost) in [("maze512-1-0", maze), ("dungeon_1024_400", dungeon)] {
+        let goal = central_walkable(&cost);
+        let model = CostModel::TenFourteen;
+        let mut builder = IntegrationBuilder::new();
+        let mut field = IntegrationField::new(*cost.grid(), model);
+        let mut flow = FlowField::new(*cost.grid());
+        let reached = builder
+            .build_into(&cost, &[goal], model, &mut field)
+            .unwrap()
+            .settled;
+        group.throughput(Throughput::Elements(reached as u64));
+        group.bench_function(BenchmarkId::new("field", name), |b| {
+            b.iter(|| {
+                builder
+                    .build_into(&cost, black_box(&[goal]), model, &mut field)
+                    .unwrap();
+                builder.flow_into(&mut flow).unwrap();
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, fields, astar_vs_field, living, winding);
 criterion_main!(benches);
