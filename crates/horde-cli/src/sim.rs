@@ -172,7 +172,10 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     let mut rng = Pcg64::seed_from_u64(a.seed);
     for (k, spec) in specs.iter().enumerate() {
         let cells = spawn_cells(&cost, spec, &name)?;
-        for (n, cell) in pick_cells(&cells, spec.agents, &mut rng).into_iter().enumerate() {
+        for (n, cell) in pick_cells(&cells, spec.agents, &mut rng)
+            .into_iter()
+            .enumerate()
+        {
             let cell = cost.grid().cell(cell);
             let jitter = Vec2::new(rng.random_range(-0.15..0.15), rng.random_range(-0.15..0.15));
             let size = cost.grid().cell_size();

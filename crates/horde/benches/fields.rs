@@ -168,20 +168,23 @@ fn winding(c: &mut Criterion) {
             .join("../../data/movingai/maze512-1-0.map"),
     )
     .unwrap();
-    let dungeon = {
+    #[allow(unused_mut)]
+    let mut maps = vec![("maze512-1-0", maze)];
+    // (The generator is behind the default `dungeon` feature.)
+    #[cfg(feature = "dungeon")]
+    {
         let config = horde::dungeon::DungeonConfig {
             width: 1024,
             height: 1024,
             rooms: 400,
             ..horde::dungeon::DungeonConfig::default()
         };
-        horde::dungeon::generate(&config, 1)
-            .unwrap()
-            .to_cost_field()
-    };
+        let dungeon = horde::dungeon::generate(&config, 1).unwrap();
+        maps.push(("dungeon_1024_400", dungeon.to_cost_field()));
+    }
     let mut group = c.benchmark_group("winding");
     group.sample_size(20);
-    for (name, cost) in [("maze512-1-0", maze), ("dungeon_1024_400", dungeon)] {
+    for (name, cost) in maps {
         let goal = central_walkable(&cost);
         let model = CostModel::TenFourteen;
         let mut builder = IntegrationBuilder::new();
