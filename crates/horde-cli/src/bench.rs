@@ -135,6 +135,8 @@ fn print_json(a: &Args, cost: &CostField, r: &Report) -> Result<()> {
         "pathfinding_dijkstra_all_ns": r.dijkstra_all_ns,
         "integration_over_bfs": r.integration_ns / r.bfs_ns,
         "dijkstra_all_over_integration": r.dijkstra_all_ns / r.integration_ns,
+        "field_over_bfs": r.field_ns / r.bfs_ns,
+        "dijkstra_all_over_field": r.dijkstra_all_ns / r.field_ns,
         "bracket_dijkstra_map_ns": r.bracket_ns,
         "bracket_over_integration": r.bracket_ns / r.integration_ns,
         "integration_wave_ns": r.wave_ns,

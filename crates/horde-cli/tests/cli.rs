@@ -281,6 +281,22 @@ fn bench_json_has_the_agreed_keys() {
         ),
         "{v}"
     );
+    // The whole field (integration and flow) against the BFS, as issue 31 measures it.
+    assert!(
+        close(num("field_over_bfs"), num("field_ns") / num("bfs_ns")),
+        "{v}"
+    );
+    if cfg!(feature = "peers") {
+        assert!(
+            close(
+                num("dijkstra_all_over_field"),
+                num("pathfinding_dijkstra_all_ns") / num("field_ns")
+            ),
+            "{v}"
+        );
+    } else {
+        assert!(v["dijkstra_all_over_field"].is_null(), "{v}");
+    }
     let units = v["units"].as_array().unwrap();
     assert_eq!(units.len(), 2);
     for (row, n) in units.iter().zip([1, 5]) {
