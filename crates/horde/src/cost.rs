@@ -1055,6 +1055,23 @@ mod tests {
     }
 
     #[test]
+    fn set_many_applies_every_edit_or_none() {
+        let mut cost = field(4, 4);
+        let (a, b) = (UVec2::new(0, 0), UVec2::new(3, 2));
+        cost.set_many(&[(a, WALL), (b, 7)]).unwrap();
+        assert_eq!((cost.get(a), cost.get(b)), (Some(WALL), Some(7)));
+        // A zero cost or a cell off the grid anywhere in the list: refused, naming it, and
+        // the edits before it are not applied either.
+        let c = UVec2::new(1, 1);
+        assert_eq!(
+            cost.set_many(&[(c, 5), (UVec2::new(2, 3), 0)]),
+            Err(CostError::ZeroCost { x: 2, y: 3 })
+        );
+        assert!(cost.set_many(&[(c, 5), (UVec2::new(4, 0), 5)]).is_err());
+        assert_eq!(cost.get(c), Some(1));
+    }
+
+    #[test]
     fn raw_values_convert_to_cost_units() {
         assert_eq!(CostModel::TenFourteen.to_cost(14), 14.0);
         assert_eq!(CostModel::Octile.to_cost(3 * 13_860), 3.0);
