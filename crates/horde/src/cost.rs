@@ -1055,6 +1055,20 @@ mod tests {
     }
 
     #[test]
+    fn inflation_refuses_a_radius_outside_0_to_64() {
+        let cost = field(4, 4);
+        for bad in [-0.5, 64.5, f32::INFINITY, f32::NAN] {
+            match cost.inflated(bad) {
+                Err(CostError::BadRadius(r)) => assert!(r.to_bits() == bad.to_bits()),
+                other => panic!("radius {bad}: {other:?}"),
+            }
+        }
+        for good in [0.0, 64.0] {
+            assert!(cost.inflated(good).is_ok(), "radius {good}");
+        }
+    }
+
+    #[test]
     fn set_many_applies_every_edit_or_none() {
         let mut cost = field(4, 4);
         let (a, b) = (UVec2::new(0, 0), UVec2::new(3, 2));
