@@ -1200,6 +1200,15 @@ mod tests {
             max: Vec2::new(1.5, 100.0),
         };
         assert_eq!(h.stamp(&[b], WALL).unwrap(), 8);
+        // Off the right and bottom edges too: nothing spills into the next row's first cells.
+        let mut e = field(4, 4);
+        let past = Shape::Box {
+            min: Vec2::new(2.5, 1.5),
+            max: Vec2::new(9.0, 2.5),
+        };
+        assert_eq!(e.stamp(&[past], WALL).unwrap(), 4);
+        let walls: Vec<usize> = (0..16).filter(|&i| e.costs()[i] == WALL).collect();
+        assert_eq!(walls, [6, 7, 10, 11]);
     }
 
     #[test]
