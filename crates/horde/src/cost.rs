@@ -1212,6 +1212,28 @@ mod tests {
     }
 
     #[test]
+    fn a_sliver_under_the_shrink_stamps_nothing_in_world_units() {
+        // Cells 2 units wide from (10, 20): cell (x, y) spans 10 + 2x ..= 12 + 2x.
+        let grid = Grid::new(6, 4)
+            .unwrap()
+            .with_world(Vec2::new(10.0, 20.0), 2.0)
+            .unwrap();
+        let stamped = |min: Vec2, max: Vec2| {
+            let mut f = CostField::new(grid);
+            let n = f.stamp(&[Shape::Box { min, max }], 5).unwrap();
+            let cells: Vec<usize> = (0..24).filter(|&i| f.costs()[i] == 5).collect();
+            assert_eq!(n, cells.len());
+            cells
+        };
+        // Overlapping the last 2 % of cells (1, 1) and (1, 2) (less than the 5 % shrink) and
+        // all of cells (2, 1) and (2, 2).
+        let v = Vec2::new;
+        assert_eq!(stamped(v(13.96, 22.5), v(15.0, 25.0)), [8, 14]);
+        // 10 % into cell (1, 1) from its right side: that one counts.
+        assert_eq!(stamped(v(13.8, 22.5), v(15.0, 23.0)), [7, 8]);
+    }
+
+    #[test]
     fn models_price_steps_from_the_cell_left() {
         assert_eq!(CostModel::TenFourteen.step(Dir8::N, 3), 30);
         assert_eq!(CostModel::TenFourteen.step(Dir8::NE, 3), 42);
