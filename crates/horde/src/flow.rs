@@ -18,7 +18,7 @@ use thiserror::Error;
 
 use crate::cost::{CostField, CostModel, WALL};
 use crate::grid::{Dir8, Grid, SizeMismatch, axis_cell};
-use crate::integration::{IntegrationBuilder, IntegrationField, UNREACHABLE};
+use crate::integration::{IntegrationBuilder, IntegrationField, TouchedSpans, UNREACHABLE};
 
 /// Flow byte of a goal cell.
 pub const FLOW_GOAL: u8 = 8;
@@ -326,14 +326,84 @@ impl IntegrationBuilder {
             "the integration field",
             built,
         )?;
-        derive(
-            &self.costs,
-            &self.dist,
-            self.padded_width,
-            self.model,
-            &mut out.cells,
-        );
+        match self.touched_spans() {
+            Some(spans) => derive_spans(
+                &self.costs,
+                &self.dist,
+                self.padded_width,
+                self.model,
+                &mut out.cells,
+                spans,
+            ),
+            None => derive(
+                &self.costs,
+                &self.dist,
+                self.padded_width,
+                self.model,
+                &mut out.cells,
+            ),
+        }
         Ok(())
+    }
+}
+
+/// The flow kernel over the parts of rows a wave touched (see
+/// [`IntegrationBuilder::touched_spans`]); every other cell is a wall or out of reach, its byte
+/// read from the terrain alone.
+fn derive_spans(
+    costs: &[u8],
+    dist: &[u32],
+    pw: usize,
+    model: CostModel,
+    out: &mut [u8],
+    spans: TouchedSpans<'_>,
+) {
+    let w = pw - 2;
+    for (y, row) in out.chunks_exact_mut(w).enumerate() {
+        let terrain = &costs[(y + 1) * pw + 1..][..w];
+        for (byte, &t) in row.iter_mut().zip(terrain) {
+            *byte = if t == WALL {
+                FLOW_WALL
+            } else {
+                FLOW_UNREACHABLE
+            };
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let cpu = crate::simd::cpu();
+        if let Some(avx512) = cpu.avx512 {
+            return avx512.derive_spans(costs, dist, pw, model, out, spans);
+        }
+        if let Some(avx2) = cpu.avx2 {
+            return avx2.derive_spans(costs, dist, pw, model, out, spans);
+        }
+    }
+    derive_spans_with(costs, dist, pw, model, out, spans, derive_row);
+}
+
+/// Spans (padded row, first and last padded column) of the flow field into `out` (the whole
+/// unpadded field), each by `derive_row` (the plain or a vector kernel).
+#[inline(always)]
+pub(crate) fn derive_spans_with(
+    costs: &[u8],
+    dist: &[u32],
+    pw: usize,
+    model: CostModel,
+    out: &mut [u8],
+    spans: TouchedSpans<'_>,
+    derive_row: impl Fn(&[u32], &[u32], &[u32], &[u8], u32, u32, &mut [u8]),
+) {
+    let w = pw - 2;
+    let (straight, diagonal) = (model.straight(), model.diagonal());
+    for (y, a, b) in spans {
+        // The kernel reads one column either side of the cells it writes.
+        let up = &dist[(y - 1) * pw + a - 1..];
+        let mid = &dist[y * pw + a - 1..];
+        let down = &dist[(y + 1) * pw + a - 1..];
+        let terrain = &costs[y * pw + a - 1..];
+        let row = &mut out[(y - 1) * w + a - 1..(y - 1) * w + b];
+        derive_row(up, mid, down, terrain, straight, diagonal, row);
     }
 }
 
@@ -818,6 +888,70 @@ mod tests {
                         avx512.derive(&costs, &dist, pw, model, &mut sixteen, 0);
                         assert_eq!(sixteen, plain);
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn kernels_over_a_waves_footprint_equal_the_whole_map_kernel() {
+        // Rock with an island of random terrain, built by the wave: the arrows derived over the
+        // footprint alone (every kernel the CPU has) equal the plain kernel over the whole map.
+        let (w, h) = (120u32, 90u32);
+        let mut cost = CostField::new(Grid::new(w, h).unwrap());
+        cost.fill_rect(UVec2::ZERO, UVec2::new(w - 1, h - 1), WALL)
+            .unwrap();
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        for y in 30..55 {
+            for x in 41..77 {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                let t = if s.is_multiple_of(7) {
+                    WALL
+                } else {
+                    1 + (s >> 20) as u8 % 6
+                };
+                cost.set(UVec2::new(x, y), t).unwrap();
+            }
+        }
+        cost.set(UVec2::new(60, 40), 1).unwrap();
+        for model in [CostModel::TenFourteen, CostModel::Octile] {
+            let mut b = IntegrationBuilder::new();
+            b.set_sweeps(false);
+            b.build(&cost, &[UVec2::new(60, 40)], model).unwrap();
+            let spans = || {
+                b.touched_spans()
+                    .expect("a footprint under a third of the map")
+            };
+            let (pw, n) = (b.padded_width, (w * h) as usize);
+            let mut plain = vec![0u8; n];
+            derive_rows(&b.costs, &b.dist, pw, model, &mut plain, 0);
+            let mut dispatched = vec![0xAAu8; n];
+            derive_spans(&b.costs, &b.dist, pw, model, &mut dispatched, spans());
+            assert_eq!(dispatched, plain);
+            // Each kernel writes the footprint's cells, and only those.
+            let scrambled = || {
+                let mut out = plain.clone();
+                for (y, a, last) in spans() {
+                    out[(y - 1) * w as usize + a - 1..(y - 1) * w as usize + last].fill(0xAA);
+                }
+                out
+            };
+            let mut one = scrambled();
+            derive_spans_with(&b.costs, &b.dist, pw, model, &mut one, spans(), derive_row);
+            assert_eq!(one, plain);
+            #[cfg(target_arch = "x86_64")]
+            {
+                if let Some(avx2) = crate::simd::under_test::avx2() {
+                    let mut eight = scrambled();
+                    avx2.derive_spans(&b.costs, &b.dist, pw, model, &mut eight, spans());
+                    assert_eq!(eight, plain);
+                }
+                if let Some(avx512) = crate::simd::under_test::avx512() {
+                    let mut sixteen = scrambled();
+                    avx512.derive_spans(&b.costs, &b.dist, pw, model, &mut sixteen, spans());
+                    assert_eq!(sixteen, plain);
                 }
             }
         }

@@ -4,9 +4,14 @@
 //! Two exact algorithms fill it, and give identical fields. On most maps, **row sweeps**: passes
 //! down and up the rows, each row taking the best of the row before it (vectorised) and then
 //! scanning along itself, repeated only where something changed (see the `sweep` submodule):
-//! cheaper than the wave on open maps (`docs/benchmarks.md` has the figures). Maps whose shortest paths wind back and forth
-//! (mazes, rooms joined by one-cell doors) go to the **wave** once the sweeps' work passes a
-//! budget.
+//! cheaper than the wave on open maps (`docs/benchmarks.md` has the figures). Maps whose
+//! shortest paths wind back and forth (mazes, rooms joined by one-cell doors) go to the **wave**
+//! once the sweeps' work passes a budget, and so do maps mostly of rock (a dungeon's rooms and
+//! corridors), where the sweeps visit far more cells than they reach.
+//!
+//! The wave touches only what it reaches: it records which blocks of 16 cells it gave a value,
+//! and the next wave resets, copies out and derives arrows in those blocks alone when they are
+//! under a third of the map.
 //!
 //! The wave is a bucket queue (Dial's algorithm with buckets as wide as the largest power of
 //! two not above the cheapest step). Every entry of one bucket is final when the bucket is
@@ -174,9 +179,10 @@ pub struct WaveStats {
 ///
 /// Memory: 5 bytes per cell of the padded grid `(width + 2) × (height + 2)`: a copy of the costs
 /// with a wall border (so no loop needs bounds tests) and the working distances (4); plus the
-/// sweeps' bookkeeping (a bit per 16 cells and pass direction: 1/64 byte per cell), a row of
-/// candidates, two rows per thread for parallel sweeps, and the wave's bucket queue, whose
-/// entries are 4 bytes and never exceed the number of cells pending at once.
+/// sweeps' bookkeeping (a bit per 16 cells and pass direction: 1/64 byte per cell), the wave's
+/// footprint (a bit per 16 cells: 1/128 byte per cell), a row of candidates, two rows per thread
+/// for parallel sweeps, and the wave's bucket queue, whose entries are 4 bytes and never exceed
+/// the number of cells pending at once.
 #[derive(Debug, Default, Clone)]
 pub struct IntegrationBuilder {
     pub(crate) padded_width: usize,
@@ -191,7 +197,17 @@ pub struct IntegrationBuilder {
     grid: Option<Grid>,
     sweep: sweep::SweepScratch,
     no_sweep: bool,
+    /// The wave's footprint: a bit per block of `TOUCHED_BLOCK` padded cells that holds a cell
+    /// the wave gave a value. While `touched_valid`, `dist` is UNREACHABLE outside the marked
+    /// blocks, so the next wave resets, copies out and derives arrows only there: on a map
+    /// mostly rock or out of reach (a dungeon, a walled city) those whole-map passes would
+    /// cost more than the wave.
+    touched: Vec<u64>,
+    touched_valid: bool,
 }
+
+/// Padded cells per bit of [`IntegrationBuilder`]'s footprint.
+pub(crate) const TOUCHED_BLOCK: usize = 16;
 
 /// Where a wave stands, so that it can stop after any cell and go on later.
 #[derive(Debug, Default, Clone)]
@@ -405,6 +421,8 @@ impl IntegrationBuilder {
         padded.sort_unstable();
         let max_terrain = cost.max_walkable_cost();
         if !self.no_sweep && self.sweep_begin(&padded, model) {
+            // The sweeps write every cell.
+            self.touched_valid = false;
             self.seed(padded, max_terrain);
             self.wave.sweeping = true;
         } else {
@@ -510,29 +528,17 @@ impl IntegrationBuilder {
         };
         same_size(out, &grid)?;
         let (w, pw) = (self.width, self.padded_width);
-        if self.wave.sweeping {
-            // The sweeps leave walls and unreachable cells UNREACHABLE already.
+        // Both the sweeps and the wave leave walls and unreachable cells UNREACHABLE.
+        if let Some(spans) = self.touched_spans() {
+            out.values.fill(UNREACHABLE);
+            for (y, a, b) in spans {
+                let dst = (y - 1) * w + a - 1;
+                out.values[dst..=dst + b - a].copy_from_slice(&self.dist[y * pw + a..=y * pw + b]);
+            }
+        } else {
             for (y, row) in out.values.chunks_exact_mut(w).enumerate() {
                 let src = (y + 1) * pw + 1;
                 row.copy_from_slice(&self.dist[src..src + w]);
-            }
-        }
-        // Walls go back to UNREACHABLE, row by row while each row is in cache, and each row is
-        // copied out in the same sweep.
-        for (y, (drow, crow)) in self
-            .dist
-            .chunks_exact_mut(pw)
-            .zip(self.costs.chunks_exact(pw))
-            .enumerate()
-            .filter(|_| !self.wave.sweeping)
-        {
-            for (d, &t) in drow.iter_mut().zip(crow) {
-                if t == WALL {
-                    *d = UNREACHABLE;
-                }
-            }
-            if (1..=self.height).contains(&y) {
-                out.values[(y - 1) * w..y * w].copy_from_slice(&drow[1..=w]);
             }
         }
         out.model = self.model;
@@ -557,6 +563,7 @@ impl IntegrationBuilder {
         let pw = w + 2;
         let plen = pw * (h + 2);
         if self.costs.len() != plen || self.padded_width != pw {
+            self.touched_valid = false;
             self.costs.clear();
             self.costs.resize(plen, WALL);
         }
@@ -571,13 +578,50 @@ impl IntegrationBuilder {
         self.dist.resize(plen, UNREACHABLE);
     }
 
-    /// Distances as the wave starts them (walls 0, the rest unreachable), from the padded costs.
-    /// Walls start at 0 during the wave: no step can improve 0, so the wave needs no wall test
-    /// before relaxing a neighbour. They are set back to UNREACHABLE afterwards.
+    /// Distances as the wave starts them: every cell unreachable. Walls keep that value through
+    /// the wave (each relaxation tests the cell it offers to), so the finished distances need no
+    /// pass to restore them. After a wave, only the blocks it touched are reset.
     fn reset_wave_distances(&mut self) {
-        for (d, &t) in self.dist.iter_mut().zip(&self.costs) {
-            *d = if t == WALL { 0 } else { UNREACHABLE };
+        let words = self.dist.len().div_ceil(TOUCHED_BLOCK * 64);
+        if self.touched_valid && self.touched.len() == words {
+            let dist = &mut self.dist;
+            let n = dist.len();
+            for (k, bits) in self.touched.iter_mut().enumerate() {
+                let mut b = *bits;
+                while b != 0 {
+                    let lo = (k * 64 + b.trailing_zeros() as usize) * TOUCHED_BLOCK;
+                    dist[lo..(lo + TOUCHED_BLOCK).min(n)].fill(UNREACHABLE);
+                    b &= b - 1;
+                }
+                *bits = 0;
+            }
+        } else {
+            self.dist.fill(UNREACHABLE);
+            self.touched.clear();
+            self.touched.resize(words, 0);
         }
+        self.touched_valid = true;
+    }
+
+    /// The parts of rows the last wave touched, as (padded row, first padded column, last
+    /// padded column) within the map, in order; `None` when the last build was swept, or when
+    /// the wave touched more than a third of the map (a whole-map pass is cheaper then).
+    pub(crate) fn touched_spans(&self) -> Option<TouchedSpans<'_>> {
+        if !self.touched_valid || self.wave.sweeping {
+            return None;
+        }
+        let marked: usize = self.touched.iter().map(|b| b.count_ones() as usize).sum();
+        if marked * TOUCHED_BLOCK * 3 > self.dist.len() {
+            return None;
+        }
+        Some(TouchedSpans {
+            touched: &self.touched,
+            pw: self.padded_width,
+            height: self.height,
+            word: 0,
+            bits: self.touched.first().copied().unwrap_or(0),
+            run: (0, 0),
+        })
     }
 
     /// Set up Dial's buckets and queue the seeds.
@@ -634,6 +678,7 @@ impl IntegrationBuilder {
         let costs = &self.costs[..];
         let dist = &mut self.dist[..];
         let buckets = &mut self.buckets[..mask + 1];
+        let touched = &mut self.touched[..];
         let mut left = budget;
         loop {
             if !st.draining {
@@ -647,6 +692,7 @@ impl IntegrationBuilder {
                     let old = dist[c as usize];
                     if v < old {
                         dist[c as usize] = v;
+                        touch(touched, c as usize);
                         if old >> shift != v >> shift {
                             buckets[(v >> shift) as usize & mask].push(c);
                             st.pending += 1;
@@ -701,29 +747,43 @@ impl IntegrationBuilder {
                 let e_ok = costs[c + 1] != WALL;
                 let s_ok = costs[c + pw] != WALL;
                 let w_ok = costs[c - 1] != WALL;
-                // Every neighbour is relaxed without a branch: walls hold 0 (never improved),
-                // and a diagonal the corner rule forbids is offered UNREACHABLE.
-                let mut improved = Improved::<UNIFORM> {
+                // A diagonal needs both cells beside it open (the corner rule) and its own cell
+                // open; a straight neighbour's own test is the one just made.
+                let open = |j: usize| costs[j] != WALL;
+                let mut queue = Queue::<UNIFORM> {
                     costs,
                     dist: &mut *dist,
+                    buckets: &mut *buckets,
+                    touched: &mut *touched,
                     shift,
-                    cells: [0; 8],
-                    count: 0,
+                    mask,
+                    pushed: 0,
                 };
-                improved.relax(d, c - pw, straight, true);
-                improved.relax(d, c + 1, straight, true);
-                improved.relax(d, c + pw, straight, true);
-                improved.relax(d, c - 1, straight, true);
-                improved.relax(d, c - pw + 1, diagonal, n_ok & e_ok);
-                improved.relax(d, c + pw + 1, diagonal, s_ok & e_ok);
-                improved.relax(d, c + pw - 1, diagonal, s_ok & w_ok);
-                improved.relax(d, c - pw - 1, diagonal, n_ok & w_ok);
-                let count = improved.count;
-                for &j in &improved.cells[..count] {
-                    let nd = dist[j as usize];
-                    buckets[(nd >> shift) as usize & mask].push(j);
+                if n_ok {
+                    queue.relax(d, c - pw, straight);
                 }
-                st.pending += count;
+                if e_ok {
+                    queue.relax(d, c + 1, straight);
+                }
+                if s_ok {
+                    queue.relax(d, c + pw, straight);
+                }
+                if w_ok {
+                    queue.relax(d, c - 1, straight);
+                }
+                if n_ok && e_ok && open(c - pw + 1) {
+                    queue.relax(d, c - pw + 1, diagonal);
+                }
+                if s_ok && e_ok && open(c + pw + 1) {
+                    queue.relax(d, c + pw + 1, diagonal);
+                }
+                if s_ok && w_ok && open(c + pw - 1) {
+                    queue.relax(d, c + pw - 1, diagonal);
+                }
+                if n_ok && w_ok && open(c - pw - 1) {
+                    queue.relax(d, c - pw - 1, diagonal);
+                }
+                st.pending += queue.pushed;
             }
             let slot = k as usize & mask;
             std::mem::swap(&mut st.current, &mut buckets[slot].items);
@@ -733,32 +793,102 @@ impl IntegrationBuilder {
     }
 }
 
-/// The neighbours of one expanded cell whose value improved enough to be queued, gathered
-/// without branches (a counter in a register, not a push per neighbour through memory).
-struct Improved<'a, const UNIFORM: bool> {
+/// Relaxation of an expanded cell's open neighbours into the bucket queue.
+struct Queue<'a, const UNIFORM: bool> {
     costs: &'a [u8],
     dist: &'a mut [u32],
+    buckets: &'a mut [Bucket],
+    touched: &'a mut [u64],
     shift: u32,
-    cells: [u32; 8],
-    count: usize,
+    mask: usize,
+    pushed: usize,
 }
 
-impl<const UNIFORM: bool> Improved<'_, UNIFORM> {
-    /// Offer cell `j` the value `d + base × terrain(j)` (the unit steps from `j` into the cell
-    /// at `d`, so `j`'s terrain prices the step).
+impl<const UNIFORM: bool> Queue<'_, UNIFORM> {
+    /// Offer open cell `j` the value `d + base × terrain(j)` (the unit steps from `j` into the
+    /// cell at `d`, so `j`'s terrain prices the step), and queue it if that moves it to an
+    /// earlier bucket.
     #[inline(always)]
-    fn relax(&mut self, d: u32, j: usize, base: u32, allowed: bool) {
-        // Walls hold 0, so whatever `t` is for them, they are never improved.
+    fn relax(&mut self, d: u32, j: usize, base: u32) {
         let t = if UNIFORM { 1 } else { self.costs[j] as u32 };
-        let nd = if allowed { d + base * t } else { UNREACHABLE };
+        let nd = d + base * t;
         let old = self.dist[j];
-        let better = nd < old;
-        self.dist[j] = if better { nd } else { old };
-        // A cell already queued in the same bucket is expanded there at its final value;
-        // queueing it again would expand it twice.
-        let queue = better & (old >> self.shift != nd >> self.shift);
-        self.cells[self.count & 7] = j as u32;
-        self.count += queue as usize;
+        if nd < old {
+            self.dist[j] = nd;
+            touch(self.touched, j);
+            // A cell already queued in the same bucket is expanded there at its final value;
+            // queueing it again would expand it twice.
+            if old >> self.shift != nd >> self.shift {
+                self.buckets[(nd >> self.shift) as usize & self.mask].push(j as u32);
+                self.pushed += 1;
+            }
+        }
+    }
+}
+
+/// Mark the footprint block of padded cell `c`.
+#[inline(always)]
+fn touch(touched: &mut [u64], c: usize) {
+    let block = c / TOUCHED_BLOCK;
+    touched[block / 64] |= 1 << (block % 64);
+}
+
+/// Iterator over [`IntegrationBuilder::touched_spans`]: runs of marked blocks, cut at row ends
+/// and clipped to the map.
+pub(crate) struct TouchedSpans<'a> {
+    touched: &'a [u64],
+    pw: usize,
+    height: usize,
+    /// The word being read, and its bits not yet taken.
+    word: usize,
+    bits: u64,
+    /// The rest of the current run of marked blocks, in padded cells `start..end`.
+    run: (usize, usize),
+}
+
+impl Iterator for TouchedSpans<'_> {
+    type Item = (usize, usize, usize);
+
+    fn next(&mut self) -> Option<(usize, usize, usize)> {
+        loop {
+            let (start, end) = self.run;
+            if start < end {
+                let y = start / self.pw;
+                let row_end = (y + 1) * self.pw;
+                self.run.0 = row_end.min(end);
+                let (a, b) = (start - y * self.pw, self.run.0 - 1 - y * self.pw);
+                let (a, b) = (a.max(1), b.min(self.pw - 2));
+                if (1..=self.height).contains(&y) && a <= b {
+                    return Some((y, a, b));
+                }
+                continue;
+            }
+            // The next run of consecutive marked blocks.
+            while self.bits == 0 {
+                self.word += 1;
+                self.bits = *self.touched.get(self.word)?;
+            }
+            let first = self.word * 64 + self.bits.trailing_zeros() as usize;
+            let mut last = first;
+            loop {
+                self.bits &= self.bits - 1;
+                let next = last + 1;
+                let more = if next / 64 == self.word {
+                    self.bits & (1 << (next % 64)) != 0
+                } else {
+                    self.touched.get(next / 64).is_some_and(|&w| w & 1 != 0) && {
+                        self.word += 1;
+                        self.bits = self.touched[self.word];
+                        true
+                    }
+                };
+                if !more {
+                    break;
+                }
+                last = next;
+            }
+            self.run = (first * TOUCHED_BLOCK, (last + 1) * TOUCHED_BLOCK);
+        }
     }
 }
 
@@ -1227,6 +1357,52 @@ mod tests {
                 assert_eq!(got.unwrap(), want, "{model:?}, seed {seed}");
             }
         }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn maps_mostly_rock_go_to_the_wave_after_one_sweep_with_the_same_field() {
+        use sweep::RETRY_AFTER;
+        let m = CostModel::TenFourteen;
+        // A 10 × 10 room in 200 × 200 of rock: the sweeps visit every row of every pass for
+        // 100 cells reached.
+        let mut cost = CostField::new(Grid::new(200, 200).unwrap());
+        cost.fill_rect(UVec2::ZERO, UVec2::splat(199), WALL)
+            .unwrap();
+        cost.fill_rect(UVec2::splat(90), UVec2::splat(99), 1)
+            .unwrap();
+        let goal = [UVec2::new(95, 94)];
+        let mut b = IntegrationBuilder::new();
+        let swept = b.build(&cost, &goal, m).unwrap();
+        assert_eq!(
+            b.sweep.skips_left(),
+            RETRY_AFTER,
+            "the next builds go to the wave"
+        );
+        assert!(
+            b.touched_spans().is_none(),
+            "a swept field has no wave footprint"
+        );
+        let waved = b.build(&cost, &goal, m).unwrap();
+        assert_eq!(b.sweep.skips_left(), RETRY_AFTER - 1);
+        assert_eq!(waved, swept);
+        // The wave's footprint: the room's ten rows, each a span of whole blocks around it.
+        let spans: Vec<(usize, usize, usize)> = b.touched_spans().expect("a footprint").collect();
+        let rows: Vec<usize> = spans.iter().map(|s| s.0).collect();
+        assert_eq!(rows, (91..=100).collect::<Vec<_>>());
+        for &(y, a, last) in &spans {
+            let row = y * 202;
+            assert_eq!((row + a) % TOUCHED_BLOCK, 0, "row {y} starts a block");
+            assert_eq!((row + last + 1) % TOUCHED_BLOCK, 0, "row {y} ends a block");
+            assert!(
+                a <= 91 && last >= 100 && last - a < 3 * TOUCHED_BLOCK,
+                "{y}: {a}..={last}"
+            );
+        }
+        // Open ground of the same size stays with the sweeps.
+        let mut open_builder = IntegrationBuilder::new();
+        open_builder.build(&open(200, 200), &goal, m).unwrap();
+        assert_eq!(open_builder.sweep.skips_left(), 0);
     }
 
     #[test]

@@ -279,6 +279,69 @@ proptest! {
     }
 }
 
+/// `inner` set into a frame of rock `fw` × `fh` at (`ox`, `oy`): a map mostly out of reach.
+fn in_rock(inner: &CostField, fw: u32, fh: u32, ox: u32, oy: u32) -> CostField {
+    let mut costs = vec![WALL; (fw * fh) as usize];
+    let iw = inner.width();
+    for (i, &t) in inner.costs().iter().enumerate() {
+        let (x, y) = (i as u32 % iw, i as u32 / iw);
+        costs[((oy + y) * fw + ox + x) as usize] = t;
+    }
+    CostField::from_costs(horde::Grid::new(fw, fh).unwrap(), costs).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// One builder, one field and one flow field reused for build after build on maps mostly
+    /// of rock, where the wave resets, copies out and derives arrows only in the blocks it
+    /// touched: sweeps and waves in any order, builds abandoned half way, two map shapes with
+    /// the same number of cells. Every finished build equals the reference.
+    #[test]
+    fn reused_builders_on_maps_mostly_out_of_reach_equal_the_reference(
+        inners in proptest::collection::vec(arb_map(36), 2),
+        offsets in proptest::collection::vec((0u32..20, 0u32..60), 2),
+        builds in proptest::collection::vec(
+            (0usize..2, any::<u64>(), any::<bool>(), proptest::option::of(1usize..300)),
+            1..7,
+        ),
+        model in models(),
+    ) {
+        // 100 × 60 and 60 × 100: as many padded cells, rows of another width.
+        let maps: Vec<CostField> = inners
+            .iter()
+            .zip(&offsets)
+            .enumerate()
+            .map(|(k, (inner, &(a, b)))| {
+                let (fw, fh, ox, oy) = if k == 0 { (100, 60, b, a) } else { (60, 100, a, b) };
+                in_rock(inner, fw, fh, ox, oy)
+            })
+            .collect();
+        let mut builder = IntegrationBuilder::new();
+        let mut fields: Vec<IntegrationField> =
+            maps.iter().map(|m| IntegrationField::new(*m.grid(), model)).collect();
+        let mut flows: Vec<FlowField> = maps.iter().map(|m| FlowField::new(*m.grid())).collect();
+        for (k, pick, sweeps, abandon) in builds {
+            let cost = &maps[k];
+            let goals = pick_walkable(cost, &[pick, pick / 7]);
+            if goals.is_empty() {
+                continue;
+            }
+            builder.set_sweeps(sweeps);
+            if let Some(budget) = abandon {
+                // A build left unfinished: the next one starts over its marks.
+                builder.start(cost, &goals[1..], model).unwrap();
+                builder.advance(budget).unwrap();
+            }
+            builder.build_into(cost, &goals, model, &mut fields[k]).unwrap();
+            let want = reference_values(&reference_dijkstra(cost, &goals, model));
+            prop_assert_eq!(fields[k].values(), &want[..]);
+            builder.flow_into(&mut flows[k]).unwrap();
+            check_flow(cost, fields[k].values(), &flows[k], model);
+        }
+    }
+}
+
 #[test]
 fn time_sliced_calls_out_of_order_are_errors() {
     let cost = horde::maps::scattered_map(20, 20, 5).unwrap();

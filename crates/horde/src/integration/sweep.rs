@@ -24,6 +24,10 @@ const WALL_STEP: u32 = 1 << 31;
 /// cheaper (the work each map takes is in `docs/benchmarks.md`). Stopping there costs at most
 /// about twice the better of the two.
 const MAX_WORK: u64 = 6;
+/// A build whose sweeps did more than this many columns of work per cell reached sends the next
+/// builds of its size to the wave: a column swept costs about a tenth of a cell settled by the
+/// wave (the work and times per map are in `docs/benchmarks.md`).
+const WAVE_BELOW_WORK_PER_CELL: u64 = 12;
 /// After a map was handed to the wave, the next builds of the same size go straight to the wave,
 /// and the sweeps are tried again only after this many.
 pub(crate) const RETRY_AFTER: u32 = 16;
@@ -258,7 +262,17 @@ impl IntegrationBuilder {
                 return SweepOutcome::HandOver;
             }
         }
-        finish(dist, model)
+        let outcome = finish(dist, model);
+        if let SweepOutcome::Done(reached) = outcome {
+            // Far more columns swept than cells reached (a map mostly rock, such as rooms joined
+            // by corridors): the wave, whose work follows the cells it reaches, takes the next
+            // builds of this size.
+            if sc.cursor.work > WAVE_BELOW_WORK_PER_CELL * reached as u64 {
+                sc.skip = RETRY_AFTER;
+                sc.skip_size = (pw, h);
+            }
+        }
+        outcome
     }
 }
 

@@ -8,8 +8,9 @@ use glam::Vec2;
 use crate::cost::{CostModel, WALL};
 use crate::flow::{
     ARROW_OF_BYTE, FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FlowField, derive_row, derive_rows_with,
-    padded_rows,
+    derive_spans_with, padded_rows,
 };
+use crate::integration::TouchedSpans;
 use crate::simd::{Avx2, Avx512};
 
 impl Avx2 {
@@ -26,6 +27,21 @@ impl Avx2 {
     ) {
         // SAFETY: an `Avx2` exists only where the CPU has AVX2, the kernel's only requirement.
         unsafe { derive_avx2(costs, dist, pw, model, out, first) }
+    }
+
+    /// The arrows of the spans of rows a wave touched, eight cells at a time.
+    #[inline]
+    pub(crate) fn derive_spans(
+        self,
+        costs: &[u8],
+        dist: &[u32],
+        pw: usize,
+        model: CostModel,
+        out: &mut [u8],
+        spans: TouchedSpans<'_>,
+    ) {
+        // SAFETY: an `Avx2` exists only where the CPU has AVX2, the kernel's only requirement.
+        unsafe { derive_spans_avx2(costs, dist, pw, model, out, spans) }
     }
 }
 
@@ -44,6 +60,22 @@ impl Avx512 {
         // SAFETY: an `Avx512` exists only where the CPU has AVX-512 F, BW and VL, the kernel's
         // only requirement.
         unsafe { derive_avx512(costs, dist, pw, model, out, first) }
+    }
+
+    /// The arrows of the spans of rows a wave touched, sixteen cells at a time.
+    #[inline]
+    pub(crate) fn derive_spans(
+        self,
+        costs: &[u8],
+        dist: &[u32],
+        pw: usize,
+        model: CostModel,
+        out: &mut [u8],
+        spans: TouchedSpans<'_>,
+    ) {
+        // SAFETY: an `Avx512` exists only where the CPU has AVX-512 F, BW and VL, the kernel's
+        // only requirement.
+        unsafe { derive_spans_avx512(costs, dist, pw, model, out, spans) }
     }
 }
 
@@ -237,6 +269,21 @@ fn derive_avx2(
     });
 }
 
+/// [`derive_spans_with`] with the AVX2 row kernel.
+#[target_feature(enable = "avx2")]
+fn derive_spans_avx2(
+    costs: &[u8],
+    dist: &[u32],
+    pw: usize,
+    model: CostModel,
+    out: &mut [u8],
+    spans: TouchedSpans<'_>,
+) {
+    derive_spans_with(costs, dist, pw, model, out, spans, |u, m, d, t, s, g, r| {
+        derive_row_avx2(u, m, d, t, s, g, r)
+    });
+}
+
 /// [`derive_row`] eight cells at a time, written out in AVX2: the compiler vectorises the plain
 /// loop 32 cells wide (for the byte output) and spills registers, at about twice the time.
 /// The same bytes: the same offers, ties to the lowest direction, the same order of tests.
@@ -350,6 +397,21 @@ fn derive_avx512(
     first: usize,
 ) {
     derive_rows_with(costs, dist, pw, model, out, first, |u, m, d, t, s, g, r| {
+        derive_row_avx512(u, m, d, t, s, g, r)
+    });
+}
+
+/// [`derive_spans_with`] with the AVX-512 row kernel.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+fn derive_spans_avx512(
+    costs: &[u8],
+    dist: &[u32],
+    pw: usize,
+    model: CostModel,
+    out: &mut [u8],
+    spans: TouchedSpans<'_>,
+) {
+    derive_spans_with(costs, dist, pw, model, out, spans, |u, m, d, t, s, g, r| {
         derive_row_avx512(u, m, d, t, s, g, r)
     });
 }
