@@ -714,6 +714,87 @@ mod tests {
     }
 
     #[test]
+    fn bilinear_samples_equal_the_blend_written_out() {
+        // A goal inside the map (so corners next to it take the slow path that points at its
+        // centre), a wall, and samples up to every edge (corners off the map), all compared
+        // with the rule written out: bilinear weights over the four cell centres around the
+        // position; an arrow's unit vector, a goal's direction to its centre, zero for the rest;
+        // the cell's own arrow where the blend vanishes or turns more than a right angle away.
+        let (w, h) = (9i64, 7i64);
+        let mut cost = CostField::new(Grid::new(w as u32, h as u32).unwrap());
+        cost.fill_rect(UVec2::new(2, 1), UVec2::new(2, 4), WALL)
+            .unwrap();
+        // One goal, then a block of four (corners with two, three or four goals).
+        let goals = [
+            vec![UVec2::new(5, 3)],
+            vec![
+                UVec2::new(5, 3),
+                UVec2::new(6, 3),
+                UVec2::new(5, 4),
+                UVec2::new(6, 4),
+            ],
+        ];
+        let mut checked = 0;
+        for goals in goals {
+            let mut b = IntegrationBuilder::new();
+            b.build(&cost, &goals, CostModel::TenFourteen).unwrap();
+            let mut f = FlowField::new(*cost.grid());
+            b.flow_into(&mut f).unwrap();
+            let unit = |b: u8| {
+                if b < 8 {
+                    Dir8::ALL[b as usize].vec2()
+                } else {
+                    Vec2::ZERO
+                }
+            };
+            for iy in 0..70 {
+                for ix in 0..90 {
+                    let pos = Vec2::new(ix as f32 * 0.1 + 0.003, iy as f32 * 0.1 + 0.007);
+                    let (cx, cy) = (pos.x.floor() as i64, pos.y.floor() as i64);
+                    let here = f.bytes()[(cy * w + cx) as usize];
+                    if here > 7 {
+                        continue;
+                    }
+                    let g = pos - 0.5;
+                    let base = g.floor();
+                    let t = g - base;
+                    let mut sum = Vec2::ZERO;
+                    let corners = [
+                        (0, 0, (1.0 - t.x) * (1.0 - t.y)),
+                        (1, 0, t.x * (1.0 - t.y)),
+                        (0, 1, (1.0 - t.x) * t.y),
+                        (1, 1, t.x * t.y),
+                    ];
+                    for (ox, oy, weight) in corners {
+                        let (x, y) = (base.x as i64 + ox, base.y as i64 + oy);
+                        if x < 0 || y < 0 || x >= w || y >= h {
+                            continue;
+                        }
+                        let b = f.bytes()[(y * w + x) as usize];
+                        let v = if b == FLOW_GOAL {
+                            (Vec2::new(x as f32 + 0.5, y as f32 + 0.5) - pos).normalize_or_zero()
+                        } else {
+                            unit(b)
+                        };
+                        sum += v * weight;
+                    }
+                    let own = unit(here);
+                    let want = match sum.try_normalize() {
+                        Some(d) if sum.length_squared() > 1e-6 && d.dot(own) >= 0.0 => d,
+                        _ => own,
+                    };
+                    let FlowSample::Direction(d) = f.sample_bilinear(pos) else {
+                        panic!("{pos}: expected a direction");
+                    };
+                    assert!((d - want).length() < 1e-4, "{pos}: {d}, written out {want}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 10_000, "{checked}");
+    }
+
+    #[test]
     fn bilinear_blends_neighbouring_arrows() {
         // Goal in a corner; the four cells around (3, 3) point SE or E (ties on open ground go
         // to the lower direction number), so the blend lies strictly between E and SE.
