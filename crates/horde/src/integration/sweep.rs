@@ -620,6 +620,7 @@ fn spread(sc: &mut SweepScratch, y: usize, h: usize) {
 
 /// Row `k` of a pass (top-down, or bottom-up): returns whether it changed, and the columns
 /// swept.
+#[inline(always)]
 fn sweep_row(
     dist: &mut [u32],
     costs: &[u8],
@@ -679,7 +680,7 @@ fn rows_mut(dist: &mut [u32], y: usize, pred: usize, pw: usize) -> (&mut [u32], 
 /// the row from the cells that improved. Returns the columns that changed, and marks the chunks
 /// next to them in `marks` ([`mark_cells`]).
 #[allow(clippy::too_many_arguments)]
-#[inline]
+#[inline(always)]
 fn row_pass(
     cpu: Cpu,
     cur: &mut [u32],
