@@ -415,21 +415,7 @@ impl CostField {
 
     /// Highest walkable cost on the map (1 if there is none). O(cells).
     pub fn max_walkable_cost(&self) -> u8 {
-        // Walls count as 0. Lane-wise maxima over 32-byte chunks, which the compiler turns into
-        // vector code (a plain fold stays one byte at a time); every field build asks for this.
-        let walkable = |c: u8| if c == WALL { 0 } else { c };
-        let mut lanes = [0u8; 32];
-        let chunks = self.costs.chunks_exact(32);
-        let rest = chunks
-            .remainder()
-            .iter()
-            .fold(0, |m: u8, &c| m.max(walkable(c)));
-        for chunk in chunks {
-            for (lane, &c) in lanes.iter_mut().zip(chunk) {
-                *lane = (*lane).max(walkable(c));
-            }
-        }
-        lanes.into_iter().fold(rest, u8::max).max(PLAIN)
+        max_walkable(&self.costs).max(PLAIN)
     }
 
     /// The corner rule, the one definition every search follows: a unit may step from `cell`
@@ -730,6 +716,25 @@ impl CostField {
         }
         Ok(stamped)
     }
+}
+
+/// The highest walkable cost among `costs` (walls count as 0), with lane-wise maxima over 32-byte
+/// chunks, which the compiler turns into vector code (a plain fold stays one byte at a time):
+/// every field build asks for this.
+pub(crate) fn max_walkable(costs: &[u8]) -> u8 {
+    let walkable = |c: u8| if c == WALL { 0 } else { c };
+    let mut lanes = [0u8; 32];
+    let chunks = costs.chunks_exact(32);
+    let rest = chunks
+        .remainder()
+        .iter()
+        .fold(0, |m: u8, &c| m.max(walkable(c)));
+    for chunk in chunks {
+        for (lane, &c) in lanes.iter_mut().zip(chunk) {
+            *lane = (*lane).max(walkable(c));
+        }
+    }
+    lanes.into_iter().fold(rest, u8::max)
 }
 
 #[cfg(test)]

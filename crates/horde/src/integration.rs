@@ -25,7 +25,7 @@
 use glam::UVec2;
 use thiserror::Error;
 
-use crate::cost::{CostField, CostModel, WALL};
+use crate::cost::{CostField, CostModel, PLAIN, WALL, max_walkable};
 use crate::grid::{Grid, GridError, SizeMismatch};
 
 pub(crate) mod sweep;
@@ -204,6 +204,8 @@ pub struct IntegrationBuilder {
     /// cost more than the wave.
     touched: Vec<u64>,
     touched_valid: bool,
+    /// The highest walkable terrain of the costs `prepare` copied last.
+    max_terrain: u8,
 }
 
 /// Padded cells per bit of [`IntegrationBuilder`]'s footprint.
@@ -419,7 +421,7 @@ impl IntegrationBuilder {
                 .map(|&(g, v)| (v, ((g.y as usize + 1) * pw + g.x as usize + 1) as u32)),
         );
         padded.sort_unstable();
-        let max_terrain = cost.max_walkable_cost();
+        let max_terrain = self.max_terrain;
         if !self.no_sweep && self.sweep_begin(&padded, model) {
             // The sweeps write every cell.
             self.touched_valid = false;
@@ -571,10 +573,15 @@ impl IntegrationBuilder {
         self.height = h;
         self.padded_width = pw;
         self.model = model;
+        // The highest terrain, found while each row is in cache (the wave's buckets are sized by
+        // it): one pass over the costs instead of two.
+        let mut top = PLAIN;
         for (y, row) in cost.costs().chunks_exact(w).enumerate() {
             let dst = (y + 1) * pw + 1;
             self.costs[dst..dst + w].copy_from_slice(row);
+            top = top.max(max_walkable(row));
         }
+        self.max_terrain = top;
         self.dist.resize(plen, UNREACHABLE);
     }
 
