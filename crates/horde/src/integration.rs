@@ -614,7 +614,7 @@ impl IntegrationBuilder {
     /// padded column) within the map, in order; `None` when the last build was swept, or when
     /// the wave touched more than a third of the map (a whole-map pass is cheaper then).
     pub(crate) fn touched_spans(&self) -> Option<TouchedSpans<'_>> {
-        if !self.touched_valid || self.wave.sweeping {
+        if !self.touched_valid {
             return None;
         }
         let marked: usize = self.touched.iter().map(|b| b.count_ones() as usize).sum();
@@ -1380,30 +1380,57 @@ mod tests {
             .unwrap();
         let goal = [UVec2::new(95, 94)];
         let mut b = IntegrationBuilder::new();
+        // The footprint of either build: the room's ten rows, each a span of whole blocks
+        // around it.
+        let footprint = |b: &IntegrationBuilder| {
+            let spans: Vec<(usize, usize, usize)> =
+                b.touched_spans().expect("a footprint").collect();
+            let rows: Vec<usize> = spans.iter().map(|s| s.0).collect();
+            assert_eq!(rows, (91..=100).collect::<Vec<_>>());
+            for &(y, a, last) in &spans {
+                let row = y * 202;
+                assert_eq!((row + a) % TOUCHED_BLOCK, 0, "row {y} starts a block");
+                assert_eq!((row + last + 1) % TOUCHED_BLOCK, 0, "row {y} ends a block");
+                assert!(
+                    a <= 91 && last >= 100 && last - a < 3 * TOUCHED_BLOCK,
+                    "{y}: {a}..={last}"
+                );
+            }
+        };
         let swept = b.build(&cost, &goal, m).unwrap();
         assert_eq!(
             b.sweep.skips_left(),
             RETRY_AFTER,
             "the next builds go to the wave"
         );
-        assert!(
-            b.touched_spans().is_none(),
-            "a swept field has no wave footprint"
-        );
+        footprint(&b);
         let waved = b.build(&cost, &goal, m).unwrap();
         assert_eq!(b.sweep.skips_left(), RETRY_AFTER - 1);
         assert_eq!(waved, swept);
-        // The wave's footprint: the room's ten rows, each a span of whole blocks around it.
-        let spans: Vec<(usize, usize, usize)> = b.touched_spans().expect("a footprint").collect();
-        let rows: Vec<usize> = spans.iter().map(|s| s.0).collect();
-        assert_eq!(rows, (91..=100).collect::<Vec<_>>());
-        for &(y, a, last) in &spans {
-            let row = y * 202;
-            assert_eq!((row + a) % TOUCHED_BLOCK, 0, "row {y} starts a block");
-            assert_eq!((row + last + 1) % TOUCHED_BLOCK, 0, "row {y} ends a block");
-            assert!(
-                a <= 91 && last >= 100 && last - a < 3 * TOUCHED_BLOCK,
-                "{y}: {a}..={last}"
+        footprint(&b);
+        // A goal sealed alone in the rock is in the footprint too, swept or waved.
+        let mut pocket = CostField::new(Grid::new(200, 200).unwrap());
+        pocket
+            .fill_rect(UVec2::ZERO, UVec2::splat(199), WALL)
+            .unwrap();
+        pocket.set(UVec2::new(64, 50), 1).unwrap();
+        for sweeps in [true, false] {
+            let mut b = IntegrationBuilder::new();
+            b.set_sweeps(sweeps);
+            let mut field = IntegrationField::new(*pocket.grid(), m);
+            b.build_into(&pocket, &[UVec2::new(64, 50)], m, &mut field)
+                .unwrap();
+            assert!(b.touched_spans().is_some());
+            let finite: Vec<usize> = (0..field.values().len())
+                .filter(|&i| field.values()[i] != UNREACHABLE)
+                .collect();
+            assert_eq!(finite, [50 * 200 + 64], "sweeps {sweeps}");
+            let mut flow = crate::FlowField::new(*pocket.grid());
+            b.flow_into(&mut flow).unwrap();
+            assert_eq!(
+                flow.bytes()[50 * 200 + 64],
+                crate::FLOW_GOAL,
+                "sweeps {sweeps}"
             );
         }
         // Open ground of the same size stays with the sweeps.

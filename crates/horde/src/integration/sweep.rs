@@ -11,7 +11,7 @@
 //! when the work passes a budget, the map goes to the wave, and the next builds of that size go
 //! straight there.
 
-use super::{IntegrationBuilder, UNREACHABLE};
+use super::{IntegrationBuilder, TOUCHED_BLOCK, UNREACHABLE};
 use crate::cost::{CostModel, WALL};
 use crate::simd::Cpu;
 
@@ -195,6 +195,12 @@ impl IntegrationBuilder {
         }
         let dist = &mut self.dist;
         dist.fill(INF);
+        // The footprint starts empty: every cell the sweeps change is marked in it, so that the
+        // copy-out and the arrows can skip the rest (see `touched_spans`).
+        self.touched_valid = false;
+        self.touched.clear();
+        self.touched
+            .resize(dist.len().div_ceil(TOUCHED_BLOCK * 64), 0);
         for &(v, c) in seeds {
             let c = c as usize;
             dist[c] = dist[c].min(v.min(INF));
@@ -203,6 +209,8 @@ impl IntegrationBuilder {
             let (y, x) = (c as usize / pw, (c as usize % pw) as u32);
             let row = &mut dist[y * pw..(y + 1) * pw];
             let span = scan(row, &self.costs[y * pw..(y + 1) * pw], sc.table(), x, x);
+            touch_cells(&mut self.touched, c as usize, c as usize);
+            touch_span(&mut self.touched, y * pw, span);
             mark_span(&mut sc.marks, span);
             spread(sc, y, h);
         }
@@ -220,6 +228,7 @@ impl IntegrationBuilder {
         let sc = &mut self.sweep;
         let dist = &mut self.dist[..];
         let costs = &self.costs[..];
+        let touched = &mut self.touched[..];
         let stop_at = sc.cursor.work.saturating_add(budget as u64);
         #[cfg(feature = "parallel")]
         {
@@ -242,7 +251,8 @@ impl IntegrationBuilder {
                 }
                 let k = sc.cursor.k;
                 sc.cursor.k += 1;
-                let (changed, work) = sweep_row(dist, costs, sc, pw, h, sc.cursor.dir == 1, k);
+                let rows = (&mut *dist, costs, &mut *touched);
+                let (changed, work) = sweep_row(rows, sc, pw, h, sc.cursor.dir == 1, k);
                 sc.cursor.changed += changed as usize;
                 sc.cursor.work += work;
             }
@@ -264,6 +274,8 @@ impl IntegrationBuilder {
         }
         let outcome = finish(dist, model);
         if let SweepOutcome::Done(reached) = outcome {
+            // Every cell the sweeps changed is in the footprint, and the rest are UNREACHABLE.
+            self.touched_valid = true;
             // Far more columns swept than cells reached (a map mostly rock, such as rooms joined
             // by corridors): the wave, whose work follows the cells it reaches, takes the next
             // builds of this size.
@@ -597,6 +609,30 @@ pub(crate) fn mark_cells(marks: &mut [u64], lo: usize, hi: usize) {
     }
 }
 
+/// Mark the footprint blocks of padded cells `lo..=hi`.
+#[inline(always)]
+fn touch_cells(touched: &mut [u64], lo: usize, hi: usize) {
+    // Whole words at a time: a row pass on open ground marks a whole row.
+    let (first, last) = (lo / TOUCHED_BLOCK, hi / TOUCHED_BLOCK);
+    let (head, tail) = (u64::MAX << (first % 64), u64::MAX >> (63 - last % 64));
+    let (w0, w1) = (first / 64, last / 64);
+    if w0 == w1 {
+        touched[w0] |= head & tail;
+    } else {
+        touched[w0] |= head;
+        touched[w0 + 1..w1].fill(u64::MAX);
+        touched[w1] |= tail;
+    }
+}
+
+/// [`touch_cells`] for a span of the row starting at padded cell `row`, if it is not empty.
+#[inline(always)]
+fn touch_span(touched: &mut [u64], row: usize, span: Span) {
+    if span.lo <= span.hi {
+        touch_cells(touched, row + span.lo as usize, row + span.hi as usize);
+    }
+}
+
 /// [`mark_cells`] for a span, if it is not empty.
 #[inline]
 fn mark_span(marks: &mut [u64], span: Span) {
@@ -622,8 +658,7 @@ fn spread(sc: &mut SweepScratch, y: usize, h: usize) {
 /// swept.
 #[inline(always)]
 fn sweep_row(
-    dist: &mut [u32],
-    costs: &[u8],
+    (dist, costs, touched): (&mut [u32], &[u8], &mut [u64]),
     sc: &mut SweepScratch,
     pw: usize,
     h: usize,
@@ -657,6 +692,7 @@ fn sweep_row(
             hi,
         );
         work += (hi + 1 - lo) as u64;
+        touch_span(touched, r, span);
         changed |= span.lo <= span.hi;
     }
     if changed {
