@@ -369,21 +369,37 @@ fn derive_spans(
             };
         }
     }
+    derive_over(costs, dist, pw, model, out, 0, spans);
+}
+
+/// The arrows of spans of rows (padded row, first and last padded column) into `out`, which
+/// holds the field's rows from row `first` (0-based) on: the one place that picks a kernel for
+/// this CPU (AVX-512, AVX2, or the plain one).
+fn derive_over(
+    costs: &[u8],
+    dist: &[u32],
+    pw: usize,
+    model: CostModel,
+    out: &mut [u8],
+    first: usize,
+    spans: impl Iterator<Item = (usize, usize, usize)>,
+) {
     #[cfg(target_arch = "x86_64")]
     {
         let cpu = crate::simd::cpu();
         if let Some(avx512) = cpu.avx512 {
-            return avx512.derive_spans(costs, dist, pw, model, out, spans);
+            return avx512.derive_spans(costs, dist, pw, model, out, first, spans);
         }
         if let Some(avx2) = cpu.avx2 {
-            return avx2.derive_spans(costs, dist, pw, model, out, spans);
+            return avx2.derive_spans(costs, dist, pw, model, out, first, spans);
         }
     }
-    derive_spans_with(costs, dist, pw, model, out, spans, derive_row);
+    derive_spans_with(costs, dist, pw, model, out, first, spans, derive_row);
 }
 
-/// Spans (padded row, first and last padded column) of the flow field into `out` (the whole
-/// unpadded field), each by `derive_row` (the plain or a vector kernel).
+/// Spans (padded row, first and last padded column) of the flow field into `out` (the field's
+/// rows from row `first` on), each by `derive_row` (the plain or a vector kernel).
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn derive_spans_with(
     costs: &[u8],
@@ -391,7 +407,8 @@ pub(crate) fn derive_spans_with(
     pw: usize,
     model: CostModel,
     out: &mut [u8],
-    spans: TouchedSpans<'_>,
+    first: usize,
+    spans: impl Iterator<Item = (usize, usize, usize)>,
     derive_row: impl Fn(&[u32], &[u32], &[u32], &[u8], u32, u32, &mut [u8]),
 ) {
     let w = pw - 2;
@@ -402,8 +419,16 @@ pub(crate) fn derive_spans_with(
         let mid = &dist[y * pw + a - 1..];
         let down = &dist[(y + 1) * pw + a - 1..];
         let terrain = &costs[y * pw + a - 1..];
-        let row = &mut out[(y - 1) * w + a - 1..(y - 1) * w + b];
-        derive_row(up, mid, down, terrain, straight, diagonal, row);
+        let at = (y - 1 - first) * w;
+        derive_row(
+            up,
+            mid,
+            down,
+            terrain,
+            straight,
+            diagonal,
+            &mut out[at + a - 1..at + b],
+        );
     }
 }
 
@@ -427,7 +452,7 @@ fn derive(costs: &[u8], dist: &[u32], pw: usize, model: CostModel, out: &mut [u8
     derive_band(costs, dist, pw, model, out, 0);
 }
 
-/// Rows `first..` of the flow field into `out` (whole rows).
+/// Rows `first..` of the flow field into `out` (whole rows): a span per row.
 fn derive_band(
     costs: &[u8],
     dist: &[u32],
@@ -436,20 +461,13 @@ fn derive_band(
     out: &mut [u8],
     first: usize,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let cpu = crate::simd::cpu();
-        if let Some(avx512) = cpu.avx512 {
-            return avx512.derive(costs, dist, pw, model, out, first);
-        }
-        if let Some(avx2) = cpu.avx2 {
-            return avx2.derive(costs, dist, pw, model, out, first);
-        }
-    }
-    derive_rows(costs, dist, pw, model, out, first);
+    let w = pw - 2;
+    let rows = (first + 1..=first + out.len() / w).map(|y| (y, 1, w));
+    derive_over(costs, dist, pw, model, out, first, rows);
 }
 
-#[inline(always)]
+/// Whole rows `first..` by the plain kernel, without spans: the tests' reference.
+#[cfg(test)]
 fn derive_rows(
     costs: &[u8],
     dist: &[u32],
@@ -457,20 +475,6 @@ fn derive_rows(
     model: CostModel,
     out: &mut [u8],
     first: usize,
-) {
-    derive_rows_with(costs, dist, pw, model, out, first, derive_row);
-}
-
-/// The rows of a band, each by `derive_row` (the plain or the AVX2 kernel).
-#[inline(always)]
-pub(crate) fn derive_rows_with(
-    costs: &[u8],
-    dist: &[u32],
-    pw: usize,
-    model: CostModel,
-    out: &mut [u8],
-    first: usize,
-    derive_row: impl Fn(&[u32], &[u32], &[u32], &[u8], u32, u32, &mut [u8]),
 ) {
     let w = pw - 2;
     let (straight, diagonal) = (model.straight(), model.diagonal());
@@ -956,17 +960,18 @@ mod tests {
                 derive(&costs, &dist, pw, model, &mut fast);
                 derive_rows(&costs, &dist, pw, model, &mut plain, 0);
                 assert_eq!(fast, plain);
+                let rows = || (1..=h).map(|y| (y, 1, w));
                 // Each vector kernel the CPU has, whichever the dispatch picks.
                 #[cfg(target_arch = "x86_64")]
                 {
                     if let Some(avx2) = crate::simd::under_test::avx2() {
                         let mut eight = vec![0u8; w * h];
-                        avx2.derive(&costs, &dist, pw, model, &mut eight, 0);
+                        avx2.derive_spans(&costs, &dist, pw, model, &mut eight, 0, rows());
                         assert_eq!(eight, plain);
                     }
                     if let Some(avx512) = crate::simd::under_test::avx512() {
                         let mut sixteen = vec![0u8; w * h];
-                        avx512.derive(&costs, &dist, pw, model, &mut sixteen, 0);
+                        avx512.derive_spans(&costs, &dist, pw, model, &mut sixteen, 0, rows());
                         assert_eq!(sixteen, plain);
                     }
                 }
@@ -1020,18 +1025,27 @@ mod tests {
                 out
             };
             let mut one = scrambled();
-            derive_spans_with(&b.costs, &b.dist, pw, model, &mut one, spans(), derive_row);
+            derive_spans_with(
+                &b.costs,
+                &b.dist,
+                pw,
+                model,
+                &mut one,
+                0,
+                spans(),
+                derive_row,
+            );
             assert_eq!(one, plain);
             #[cfg(target_arch = "x86_64")]
             {
                 if let Some(avx2) = crate::simd::under_test::avx2() {
                     let mut eight = scrambled();
-                    avx2.derive_spans(&b.costs, &b.dist, pw, model, &mut eight, spans());
+                    avx2.derive_spans(&b.costs, &b.dist, pw, model, &mut eight, 0, spans());
                     assert_eq!(eight, plain);
                 }
                 if let Some(avx512) = crate::simd::under_test::avx512() {
                     let mut sixteen = scrambled();
-                    avx512.derive_spans(&b.costs, &b.dist, pw, model, &mut sixteen, spans());
+                    avx512.derive_spans(&b.costs, &b.dist, pw, model, &mut sixteen, 0, spans());
                     assert_eq!(sixteen, plain);
                 }
             }

@@ -7,30 +7,16 @@ use glam::Vec2;
 
 use crate::cost::{CostModel, WALL};
 use crate::flow::{
-    ARROW_OF_BYTE, FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FlowField, derive_row, derive_rows_with,
+    ARROW_OF_BYTE, FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FlowField, derive_row,
     derive_spans_with, padded_rows,
 };
-use crate::integration::TouchedSpans;
 use crate::simd::{Avx2, Avx512};
 
 impl Avx2 {
-    /// The arrows of rows `first..` (whole rows, into `out`) eight cells at a time.
+    /// The arrows of spans of rows (into `out`, the field's rows from row `first` on), eight
+    /// cells at a time.
     #[inline]
-    pub(crate) fn derive(
-        self,
-        costs: &[u8],
-        dist: &[u32],
-        pw: usize,
-        model: CostModel,
-        out: &mut [u8],
-        first: usize,
-    ) {
-        // SAFETY: an `Avx2` exists only where the CPU has AVX2, the kernel's only requirement.
-        unsafe { derive_avx2(costs, dist, pw, model, out, first) }
-    }
-
-    /// The arrows of the spans of rows a wave touched, eight cells at a time.
-    #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn derive_spans(
         self,
         costs: &[u8],
@@ -38,32 +24,19 @@ impl Avx2 {
         pw: usize,
         model: CostModel,
         out: &mut [u8],
-        spans: TouchedSpans<'_>,
+        first: usize,
+        spans: impl Iterator<Item = (usize, usize, usize)>,
     ) {
         // SAFETY: an `Avx2` exists only where the CPU has AVX2, the kernel's only requirement.
-        unsafe { derive_spans_avx2(costs, dist, pw, model, out, spans) }
+        unsafe { derive_spans_avx2(costs, dist, pw, model, out, first, spans) }
     }
 }
 
 impl Avx512 {
-    /// The arrows of rows `first..` (whole rows, into `out`) sixteen cells at a time.
+    /// The arrows of spans of rows (into `out`, the field's rows from row `first` on), sixteen
+    /// cells at a time.
     #[inline]
-    pub(crate) fn derive(
-        self,
-        costs: &[u8],
-        dist: &[u32],
-        pw: usize,
-        model: CostModel,
-        out: &mut [u8],
-        first: usize,
-    ) {
-        // SAFETY: an `Avx512` exists only where the CPU has AVX-512 F, BW and VL, the kernel's
-        // only requirement.
-        unsafe { derive_avx512(costs, dist, pw, model, out, first) }
-    }
-
-    /// The arrows of the spans of rows a wave touched, sixteen cells at a time.
-    #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn derive_spans(
         self,
         costs: &[u8],
@@ -71,11 +44,12 @@ impl Avx512 {
         pw: usize,
         model: CostModel,
         out: &mut [u8],
-        spans: TouchedSpans<'_>,
+        first: usize,
+        spans: impl Iterator<Item = (usize, usize, usize)>,
     ) {
         // SAFETY: an `Avx512` exists only where the CPU has AVX-512 F, BW and VL, the kernel's
         // only requirement.
-        unsafe { derive_spans_avx512(costs, dist, pw, model, out, spans) }
+        unsafe { derive_spans_avx512(costs, dist, pw, model, out, first, spans) }
     }
 }
 
@@ -254,34 +228,28 @@ impl FlowField {
     }
 }
 
-/// The same kernel compiled for AVX2, so that the branch-free rows vectorise 8 cells wide.
-#[target_feature(enable = "avx2")]
-fn derive_avx2(
-    costs: &[u8],
-    dist: &[u32],
-    pw: usize,
-    model: CostModel,
-    out: &mut [u8],
-    first: usize,
-) {
-    derive_rows_with(costs, dist, pw, model, out, first, |u, m, d, t, s, g, r| {
-        derive_row_avx2(u, m, d, t, s, g, r)
-    });
-}
-
 /// [`derive_spans_with`] with the AVX2 row kernel.
 #[target_feature(enable = "avx2")]
+#[allow(clippy::too_many_arguments)]
 fn derive_spans_avx2(
     costs: &[u8],
     dist: &[u32],
     pw: usize,
     model: CostModel,
     out: &mut [u8],
-    spans: TouchedSpans<'_>,
+    first: usize,
+    spans: impl Iterator<Item = (usize, usize, usize)>,
 ) {
-    derive_spans_with(costs, dist, pw, model, out, spans, |u, m, d, t, s, g, r| {
-        derive_row_avx2(u, m, d, t, s, g, r)
-    });
+    derive_spans_with(
+        costs,
+        dist,
+        pw,
+        model,
+        out,
+        first,
+        spans,
+        |u, m, d, t, s, g, r| derive_row_avx2(u, m, d, t, s, g, r),
+    );
 }
 
 /// [`derive_row`] eight cells at a time, written out in AVX2: the compiler vectorises the plain
@@ -386,34 +354,28 @@ fn derive_row_avx2(
     );
 }
 
-/// The kernel for AVX-512 (F, BW and VL), sixteen cells at a time.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-fn derive_avx512(
-    costs: &[u8],
-    dist: &[u32],
-    pw: usize,
-    model: CostModel,
-    out: &mut [u8],
-    first: usize,
-) {
-    derive_rows_with(costs, dist, pw, model, out, first, |u, m, d, t, s, g, r| {
-        derive_row_avx512(u, m, d, t, s, g, r)
-    });
-}
-
 /// [`derive_spans_with`] with the AVX-512 row kernel.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+#[allow(clippy::too_many_arguments)]
 fn derive_spans_avx512(
     costs: &[u8],
     dist: &[u32],
     pw: usize,
     model: CostModel,
     out: &mut [u8],
-    spans: TouchedSpans<'_>,
+    first: usize,
+    spans: impl Iterator<Item = (usize, usize, usize)>,
 ) {
-    derive_spans_with(costs, dist, pw, model, out, spans, |u, m, d, t, s, g, r| {
-        derive_row_avx512(u, m, d, t, s, g, r)
-    });
+    derive_spans_with(
+        costs,
+        dist,
+        pw,
+        model,
+        out,
+        first,
+        spans,
+        |u, m, d, t, s, g, r| derive_row_avx512(u, m, d, t, s, g, r),
+    );
 }
 
 /// [`derive_row_avx2`] sixteen cells at a time, with mask registers for the tests: the same
