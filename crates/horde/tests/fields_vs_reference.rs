@@ -279,6 +279,110 @@ proptest! {
     }
 }
 
+/// A maze of one-cell corridors: a depth-first backtracker over a lattice of `rooms_x` ×
+/// `rooms_y` rooms, with `loops` extra openings (so corridors are reached from both ends),
+/// optionally diagonal steps around one-cell pillars, and terrain `1..=max_terrain` on some
+/// cells. Most walkable cells have exactly two legal steps: the wave walks along them.
+fn corridor_map(rooms_x: u32, rooms_y: u32, loops: u32, max_terrain: u8, seed: u64) -> CostField {
+    let (w, h) = (2 * rooms_x + 1, 2 * rooms_y + 1);
+    let mut s = seed | 1;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let mut costs = vec![WALL; (w * h) as usize];
+    let at = |x: u32, y: u32| (y * w + x) as usize;
+    let mut seen = vec![false; (rooms_x * rooms_y) as usize];
+    let mut stack = vec![(0u32, 0u32)];
+    seen[0] = true;
+    costs[at(1, 1)] = 1;
+    while let Some(&(rx, ry)) = stack.last() {
+        let mut ways: Vec<(u32, u32)> = Vec::new();
+        if rx > 0 {
+            ways.push((rx - 1, ry));
+        }
+        if ry > 0 {
+            ways.push((rx, ry - 1));
+        }
+        if rx + 1 < rooms_x {
+            ways.push((rx + 1, ry));
+        }
+        if ry + 1 < rooms_y {
+            ways.push((rx, ry + 1));
+        }
+        ways.retain(|&(x, y)| !seen[(y * rooms_x + x) as usize]);
+        if ways.is_empty() {
+            stack.pop();
+            continue;
+        }
+        let (nx, ny) = ways[(next() % ways.len() as u64) as usize];
+        seen[(ny * rooms_x + nx) as usize] = true;
+        costs[at(rx + nx + 1, ry + ny + 1)] = 1;
+        costs[at(2 * nx + 1, 2 * ny + 1)] = 1;
+        stack.push((nx, ny));
+    }
+    // Extra openings in the lattice's walls: loops, and (where an opening is a corner of four
+    // rooms' walls) diagonal steps.
+    for _ in 0..loops {
+        let (x, y) = (
+            1 + (next() % (w as u64 - 2)) as u32,
+            1 + (next() % (h as u64 - 2)) as u32,
+        );
+        costs[at(x, y)] = 1;
+    }
+    for t in costs.iter_mut() {
+        if *t != WALL && max_terrain > 1 && next() % 3 == 0 {
+            *t = 1 + (next() % max_terrain as u64) as u8;
+        }
+    }
+    CostField::from_costs(horde::Grid::new(w, h).unwrap(), costs).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Mazes of one-cell corridors, where a one-shot wave walks along corridor cells instead of
+    /// queueing them: corridors longer than the buckets' lap, terrain up to the dearest, seeds
+    /// of unequal values inside corridors. Equal to the reference; every reachable cell counted
+    /// once; equal to a time-sliced build (which does not walk).
+    #[test]
+    fn corridor_mazes_equal_the_reference(
+        rooms in (1u32..40, 1u32..40),
+        loops in 0u32..40,
+        max_terrain in prop_oneof![Just(1u8), 2u8..10, Just(254u8)],
+        seed in any::<u64>(),
+        picks in proptest::collection::vec((any::<u64>(), 0u32..3000), 1..4),
+        model in models(),
+        budget in 1usize..500,
+    ) {
+        let cost = corridor_map(rooms.0, rooms.1, loops, max_terrain, seed);
+        let cells = pick_walkable(&cost, &picks.iter().map(|p| p.0).collect::<Vec<_>>());
+        let seeds: Vec<(UVec2, u32)> =
+            cells.iter().zip(&picks).map(|(&c, p)| (c, p.1 * model.scale() / 10)).collect();
+        let mut b = IntegrationBuilder::new();
+        b.set_sweeps(false);
+        let field = b.build_seeded(&cost, &seeds, model).unwrap();
+        let want = reference_values(&common::reference_seeded(&cost, &seeds, model));
+        prop_assert_eq!(field.values(), &want[..]);
+        let mut flow = FlowField::new(*cost.grid());
+        b.flow_into(&mut flow).unwrap();
+        check_flow(&cost, field.values(), &flow, model);
+        // Settled: each reachable cell once, walked or expanded.
+        let goals: Vec<UVec2> = cells.clone();
+        let mut once = IntegrationField::new(*cost.grid(), model);
+        let stats = b.build_into(&cost, &goals, model, &mut once).unwrap();
+        let reachable = once.values().iter().filter(|&&v| v != UNREACHABLE).count();
+        prop_assert_eq!(stats.settled, reachable);
+        b.start(&cost, &goals, model).unwrap();
+        while let BuildProgress::Running { .. } = b.advance(budget).unwrap() {}
+        let mut sliced = IntegrationField::new(*cost.grid(), model);
+        b.finish_into(&mut sliced).unwrap();
+        prop_assert_eq!(sliced.values(), once.values());
+    }
+}
+
 /// `inner` set into a frame of rock `fw` × `fh` at (`ox`, `oy`): a map mostly out of reach.
 fn in_rock(inner: &CostField, fw: u32, fh: u32, ox: u32, oy: u32) -> CostField {
     let mut costs = vec![WALL; (fw * fh) as usize];
