@@ -667,6 +667,8 @@ impl IntegrationBuilder {
             word: 0,
             bits: self.touched.first().copied().unwrap_or(0),
             run: (0, 0),
+            row: 0,
+            row_start: 0,
         })
     }
 
@@ -1153,6 +1155,10 @@ pub(crate) struct TouchedSpans<'a> {
     bits: u64,
     /// The rest of the current run of marked blocks, in padded cells `start..end`.
     run: (usize, usize),
+    /// The padded row of the last span, and its first cell: spans come in order, mostly on the
+    /// same row or the next, so the row is found by stepping rather than by a division.
+    row: usize,
+    row_start: usize,
 }
 
 impl Iterator for TouchedSpans<'_> {
@@ -1162,11 +1168,21 @@ impl Iterator for TouchedSpans<'_> {
         loop {
             let (start, end) = self.run;
             if start < end {
-                let y = start / self.pw;
-                let row_end = (y + 1) * self.pw;
+                let pw = self.pw;
+                if start >= self.row_start + pw {
+                    if start < self.row_start + 2 * pw {
+                        self.row += 1;
+                        self.row_start += pw;
+                    } else {
+                        self.row = start / pw;
+                        self.row_start = self.row * pw;
+                    }
+                }
+                let y = self.row;
+                let row_end = self.row_start + pw;
                 self.run.0 = row_end.min(end);
-                let (a, b) = (start - y * self.pw, self.run.0 - 1 - y * self.pw);
-                let (a, b) = (a.max(1), b.min(self.pw - 2));
+                let (a, b) = (start - self.row_start, self.run.0 - 1 - self.row_start);
+                let (a, b) = (a.max(1), b.min(pw - 2));
                 if (1..=self.height).contains(&y) && a <= b {
                     return Some((y, a, b));
                 }
