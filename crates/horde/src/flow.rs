@@ -914,6 +914,30 @@ mod tests {
     }
 
     #[test]
+    fn the_plain_kernel_on_a_built_field_gives_the_builders_arrows() {
+        // On a real field each reachable cell's best offer equals its own value (random values,
+        // as in the test below, almost never tie), so this checks the plain kernel's sink test
+        // and tie-breaking where it matters, on any CPU: the builder's arrows come from the
+        // vector kernel this CPU has, or from the plain one, which the reference checks pin.
+        let cost = crate::maps::scattered_map(45, 33, 5).unwrap();
+        for model in [CostModel::TenFourteen, CostModel::Octile] {
+            let goal = (0..cost.grid().len())
+                .map(|i| cost.grid().cell(i))
+                .find(|&c| cost.is_walkable(c))
+                .unwrap();
+            let mut b = IntegrationBuilder::new();
+            b.build(&cost, &[goal], model).unwrap();
+            let mut flow = FlowField::new(*cost.grid());
+            b.flow_into(&mut flow).unwrap();
+            let mut plain = vec![0u8; 45 * 33];
+            derive_rows(&b.costs, &b.dist, b.padded_width, model, &mut plain, 0);
+            assert_eq!(flow.bytes(), &plain[..], "{model:?}");
+            let goals = plain.iter().filter(|&&d| d == FLOW_GOAL).count();
+            assert_eq!(goals, 1, "{model:?}");
+        }
+    }
+
+    #[test]
     fn vectorised_and_plain_kernels_agree() {
         // Random terrain, walls and values (including unreachable cells), padded as the builder
         // pads them; the dispatching kernel (AVX2 where the CPU has it, bands of rows on threads
