@@ -869,42 +869,14 @@ struct Queue<'a, const UNIFORM: bool, const WALKS: bool> {
     walks: &'a Walks,
 }
 
-/// A [`Queue`]'s parts, passed to its out-of-line paths.
-struct Parts<'a> {
-    costs: &'a [u8],
-    dist: &'a mut [u32],
-    buckets: &'a mut [Bucket],
-    touched: &'a mut [u64],
-    shift: u32,
-    mask: usize,
-    walks: &'a Walks,
-}
-
-impl<'a> Parts<'a> {
-    fn queue<const UNIFORM: bool>(self) -> Queue<'a, UNIFORM, true> {
-        Queue {
-            costs: self.costs,
-            dist: self.dist,
-            buckets: self.buckets,
-            touched: self.touched,
-            shift: self.shift,
-            mask: self.mask,
-            pushed: 0,
-            reached: 0,
-            walks: self.walks,
-        }
-    }
-}
-
 /// [`Queue::expand_near_corridor`]: the cells pushed and reached.
 #[inline(never)]
 fn corridor_expansion<const UNIFORM: bool>(
-    parts: Parts<'_>,
+    mut queue: Queue<'_, UNIFORM, true>,
     d: u32,
     c: usize,
     straight_ok: [bool; 4],
 ) -> (usize, usize) {
-    let mut queue = parts.queue::<UNIFORM>();
     queue.relax_all::<true>(d, c, straight_ok);
     (queue.pushed, queue.reached)
 }
@@ -953,21 +925,23 @@ impl<const UNIFORM: bool, const WALKS: bool> Queue<'_, UNIFORM, WALKS> {
     /// in memory rather than in registers.
     #[inline(always)]
     fn expand_near_corridor(&mut self, d: u32, c: usize, straight_ok: [bool; 4]) {
-        let (pushed, reached) = corridor_expansion::<UNIFORM>(self.parts(), d, c, straight_ok);
+        let (pushed, reached) = corridor_expansion(self.fresh(), d, c, straight_ok);
         self.pushed += pushed;
         self.reached += reached;
     }
 
-    /// The queue's parts, for a queue of their own.
+    /// A queue of its own over the same buffers (its counts start at 0), to pass by value.
     #[inline(always)]
-    fn parts(&mut self) -> Parts<'_> {
-        Parts {
+    fn fresh(&mut self) -> Queue<'_, UNIFORM, true> {
+        Queue {
             costs: self.costs,
             dist: &mut *self.dist,
             buckets: &mut *self.buckets,
             touched: &mut *self.touched,
             shift: self.shift,
             mask: self.mask,
+            pushed: 0,
+            reached: 0,
             walks: self.walks,
         }
     }
