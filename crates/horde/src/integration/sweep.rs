@@ -74,6 +74,8 @@ pub(crate) struct SweepScratch {
     /// The price of a straight step from each terrain value (walls: `WALL_STEP`), for the scans
     /// along rows, where a table lookup is cheaper than the multiply and the wall test.
     straight_table: Vec<u32>,
+    /// The straight step's base price `straight_table` was made for.
+    table_straight: u32,
     /// Parallel rounds: a copy of the row beyond each band's edge, and each band's own rows.
     #[cfg(feature = "parallel")]
     snapshot: Vec<u32>,
@@ -175,9 +177,14 @@ impl IntegrationBuilder {
             straight: model.straight(),
             diagonal: model.diagonal(),
         };
-        sc.straight_table.clear();
-        sc.straight_table
-            .extend((0..=255u8).map(|t| price(t, model.straight())));
+        // The table depends on the model only: kept between builds (on small maps rebuilding it
+        // was a visible part of a build).
+        if sc.straight_table.len() != 256 || sc.table_straight != model.straight() {
+            sc.straight_table.clear();
+            sc.straight_table
+                .extend((0..=255u8).map(|t| price(t, model.straight())));
+            sc.table_straight = model.straight();
+        }
         sc.words = pw.div_ceil(COLUMNS_PER_MARK).div_ceil(64);
         let rows = h + 2;
         for dir in &mut sc.need {
