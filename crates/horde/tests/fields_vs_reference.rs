@@ -400,16 +400,22 @@ proptest! {
     /// One builder, one field and one flow field reused for build after build on maps mostly
     /// of rock, where the wave resets, copies out and derives arrows only in the blocks it
     /// touched: sweeps and waves in any order, builds abandoned half way, two map shapes with
-    /// the same number of cells. Every finished build equals the reference.
+    /// the same number of cells, either model from build to build. Every finished build equals
+    /// the reference.
     #[test]
     fn reused_builders_on_maps_mostly_out_of_reach_equal_the_reference(
         inners in proptest::collection::vec(arb_map(36), 2),
         offsets in proptest::collection::vec((0u32..20, 0u32..60), 2),
         builds in proptest::collection::vec(
-            (0usize..2, any::<u64>(), any::<bool>(), proptest::option::of(1usize..300)),
+            (
+                0usize..2,
+                any::<u64>(),
+                any::<bool>(),
+                proptest::option::of(1usize..300),
+                models(),
+            ),
             1..7,
         ),
-        model in models(),
     ) {
         // 100 × 60 and 60 × 100: as many padded cells, rows of another width.
         let maps: Vec<CostField> = inners
@@ -422,10 +428,15 @@ proptest! {
             })
             .collect();
         let mut builder = IntegrationBuilder::new();
-        let mut fields: Vec<IntegrationField> =
-            maps.iter().map(|m| IntegrationField::new(*m.grid(), model)).collect();
+        // A field per map and model, each reused from build to build.
+        let both = [CostModel::TenFourteen, CostModel::Octile];
+        let mut fields: Vec<Vec<IntegrationField>> = maps
+            .iter()
+            .map(|m| both.iter().map(|&model| IntegrationField::new(*m.grid(), model)).collect())
+            .collect();
         let mut flows: Vec<FlowField> = maps.iter().map(|m| FlowField::new(*m.grid())).collect();
-        for (k, pick, sweeps, abandon) in builds {
+        for (k, pick, sweeps, abandon, model) in builds {
+            let field = &mut fields[k][(model == CostModel::Octile) as usize];
             let cost = &maps[k];
             let goals = pick_walkable(cost, &[pick, pick / 7]);
             if goals.is_empty() {
@@ -437,11 +448,11 @@ proptest! {
                 builder.start(cost, &goals[1..], model).unwrap();
                 builder.advance(budget).unwrap();
             }
-            builder.build_into(cost, &goals, model, &mut fields[k]).unwrap();
+            builder.build_into(cost, &goals, model, field).unwrap();
             let want = reference_values(&reference_dijkstra(cost, &goals, model));
-            prop_assert_eq!(fields[k].values(), &want[..]);
+            prop_assert_eq!(field.values(), &want[..]);
             builder.flow_into(&mut flows[k]).unwrap();
-            check_flow(cost, fields[k].values(), &flows[k], model);
+            check_flow(cost, field.values(), &flows[k], model);
         }
     }
 }
