@@ -1741,6 +1741,48 @@ mod tests {
         assert_eq!(open_builder.sweep.skips_left(), 0);
     }
 
+    /// The same rule when the sweeps run in bands on several threads (maps of at least 256 rows
+    /// and 2^18 cells): a room in rock goes to the wave after one sweep, open ground stays.
+    #[test]
+    #[cfg(feature = "parallel")]
+    #[cfg_attr(miri, ignore)]
+    fn maps_mostly_rock_go_to_the_wave_on_several_threads_too() {
+        use sweep::RETRY_AFTER;
+        let m = CostModel::Octile;
+        let mut cost = CostField::new(Grid::new(600, 600).unwrap());
+        cost.fill_rect(UVec2::ZERO, UVec2::splat(599), WALL)
+            .unwrap();
+        cost.fill_rect(UVec2::splat(290), UVec2::splat(299), 1)
+            .unwrap();
+        let goal = [UVec2::new(295, 294)];
+        let mut wave = IntegrationBuilder::new();
+        wave.set_sweeps(false);
+        let want = wave.build(&cost, &goal, m).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut b = IntegrationBuilder::new();
+            let swept = b.build(&cost, &goal, m).unwrap();
+            assert_eq!(swept, want);
+            assert_eq!(
+                b.sweep.skips_left(),
+                RETRY_AFTER,
+                "the next builds go to the wave"
+            );
+            assert_eq!(b.build(&cost, &goal, m).unwrap(), want);
+            assert_eq!(b.sweep.skips_left(), RETRY_AFTER - 1);
+            let mut open_builder = IntegrationBuilder::new();
+            open_builder.build(&open(600, 600), &goal, m).unwrap();
+            assert_eq!(
+                open_builder.sweep.skips_left(),
+                0,
+                "open ground stays swept"
+            );
+        });
+    }
+
     #[test]
     #[cfg_attr(miri, ignore)]
     fn after_a_hand_over_only_that_size_skips_the_sweeps_and_only_for_a_while() {

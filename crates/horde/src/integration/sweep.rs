@@ -243,12 +243,26 @@ impl IntegrationBuilder {
             let fresh = sc.cursor.work == 0 && sc.cursor.k == 0 && sc.cursor.dir == 0;
             let threads = rayon::current_num_threads();
             if budget == usize::MAX && fresh && threads >= 2 && h >= 256 && pw * h >= 1 << 18 {
-                if !parallel_rounds(dist, costs, sc, pw, h, threads) {
+                let converged = parallel_rounds(dist, costs, sc, pw, h, threads);
+                let outcome = match converged {
+                    Some(_) => finish(dist, model),
+                    None => SweepOutcome::HandOver,
+                };
+                // The same rules as one thread's: too winding, or far more columns swept than
+                // cells reached (a map mostly rock), and the next builds of this size go to the
+                // wave.
+                let wave_next = match (&outcome, converged) {
+                    (_, None) => true,
+                    (SweepOutcome::Done(reached), Some(work)) => {
+                        work > WAVE_BELOW_WORK_PER_CELL * *reached as u64
+                    }
+                    _ => false,
+                };
+                if wave_next {
                     sc.skip = RETRY_AFTER;
                     sc.skip_size = (pw, h);
-                    return SweepOutcome::HandOver;
                 }
-                return finish(dist, model);
+                return outcome;
             }
         }
         loop {
@@ -336,8 +350,8 @@ pub(crate) fn finish_plain(dist: &mut [u32], model: CostModel) -> SweepOutcome {
 /// Rounds with the rows split into one band per thread, all bands swept at once, each round a
 /// pass each way (each band in its own order). A band's first row reads the neighbouring band's
 /// edge row as it was before the pass (a copy), so news cross a band edge one pass later; the
-/// fixed point is the same. Returns false when the work passes the budget (the map goes to the
-/// wave).
+/// fixed point is the same. Returns the work done (columns swept), or `None` when it passes the
+/// budget (the map goes to the wave).
 #[cfg(feature = "parallel")]
 fn parallel_rounds(
     dist: &mut [u32],
@@ -346,7 +360,7 @@ fn parallel_rounds(
     pw: usize,
     h: usize,
     threads: usize,
-) -> bool {
+) -> Option<u64> {
     use rayon::prelude::*;
     let bands = threads.min(h / 64).max(2);
     let rows_per = h.div_ceil(bands);
@@ -431,10 +445,10 @@ fn parallel_rounds(
             }
         }
         if changed == 0 {
-            return true;
+            return Some(work);
         }
         if work > sc.cursor.budget {
-            return false;
+            return None;
         }
     }
 }
