@@ -1801,7 +1801,22 @@ mod tests {
             b.build(&cost, &goal, m).unwrap();
             assert_eq!(b.sweep.skips_left(), RETRY_AFTER - k);
         }
-        // ... and then the sweeps are tried again (and hand over again).
+        // ... and then the sweeps are tried again, hand over again and wait twice as long, and
+        // so on up to RETRY_AFTER << MAX_BACKOFF.
+        for wait in [2, 4, 8, 16, 16].map(|k| k * RETRY_AFTER) {
+            b.build(&cost, &goal, m).unwrap();
+            assert_eq!(b.sweep.skips_left(), wait);
+            for _ in 0..wait {
+                b.build(&cost, &goal, m).unwrap();
+            }
+            assert_eq!(b.sweep.skips_left(), 0);
+        }
+        assert_eq!(RETRY_AFTER << sweep::MAX_BACKOFF, 16 * RETRY_AFTER);
+        // Open ground of the maze's size, swept as it should be, brings the wait back to the
+        // least.
+        let (w, h) = (cost.width(), cost.height());
+        b.build(&open(w, h), &goal, m).unwrap();
+        assert_eq!(b.sweep.skips_left(), 0, "open ground is swept");
         b.build(&cost, &goal, m).unwrap();
         assert_eq!(b.sweep.skips_left(), RETRY_AFTER);
     }

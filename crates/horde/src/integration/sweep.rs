@@ -29,8 +29,11 @@ const MAX_WORK: u64 = 6;
 /// wave (the work and times per map are in `docs/benchmarks.md`).
 const WAVE_BELOW_WORK_PER_CELL: u64 = 12;
 /// After a map was handed to the wave, the next builds of the same size go straight to the wave,
-/// and the sweeps are tried again only after this many.
+/// and the sweeps are tried again only after this many; twice as many after each further hand-over
+/// in a row, up to `RETRY_AFTER << MAX_BACKOFF` (a try costs up to about twice a wave build, three
+/// times on two threads: on a map the sweeps never suit, tries grow rare).
 pub(crate) const RETRY_AFTER: u32 = 16;
+pub(crate) const MAX_BACKOFF: u32 = 4;
 
 /// An interval of columns (padded x), empty when `lo > hi`.
 #[derive(Debug, Clone, Copy)]
@@ -63,9 +66,11 @@ pub(crate) struct SweepScratch {
     candidates: Vec<u32>,
     /// The chunks of columns next to cells the current row changed (`words` words).
     marks: Vec<u64>,
-    /// Builds left to send straight to the wave, and the map size that earned it.
+    /// Builds left to send straight to the wave, and the map size that earned it; hand-overs of
+    /// that size in a row (each doubles the wait, see `RETRY_AFTER`).
     skip: u32,
     skip_size: (usize, usize),
+    handovers: u32,
     cursor: SweepCursor,
     /// Base prices of a straight and a diagonal step in this build's model.
     prices: Prices,
@@ -106,6 +111,24 @@ fn price(t: u8, base: u32) -> u32 {
 }
 
 impl SweepScratch {
+    /// A map of padded `size` goes to the wave: the next builds of that size skip the sweeps.
+    fn hand_to_wave(&mut self, size: (usize, usize)) {
+        self.handovers = if self.skip_size == size {
+            (self.handovers + 1).min(MAX_BACKOFF + 1)
+        } else {
+            1
+        };
+        self.skip = RETRY_AFTER << (self.handovers - 1);
+        self.skip_size = size;
+    }
+
+    /// The sweeps suited a map of padded `size`: a later hand-over of that size waits the least.
+    fn kept(&mut self, size: (usize, usize)) {
+        if self.skip_size == size {
+            self.handovers = 0;
+        }
+    }
+
     fn table(&self) -> &[u32; 256] {
         self.straight_table[..]
             .try_into()
@@ -259,8 +282,9 @@ impl IntegrationBuilder {
                     _ => false,
                 };
                 if wave_next {
-                    sc.skip = RETRY_AFTER;
-                    sc.skip_size = (pw, h);
+                    sc.hand_to_wave((pw, h));
+                } else if converged.is_some() {
+                    sc.kept((pw, h));
                 }
                 return outcome;
             }
@@ -288,8 +312,7 @@ impl IntegrationBuilder {
             }
             sc.cursor.changed = 0;
             if sc.cursor.work > sc.cursor.budget {
-                sc.skip = RETRY_AFTER;
-                sc.skip_size = (pw, h);
+                sc.hand_to_wave((pw, h));
                 return SweepOutcome::HandOver;
             }
         }
@@ -301,8 +324,9 @@ impl IntegrationBuilder {
             // by corridors): the wave, whose work follows the cells it reaches, takes the next
             // builds of this size.
             if sc.cursor.work > WAVE_BELOW_WORK_PER_CELL * reached as u64 {
-                sc.skip = RETRY_AFTER;
-                sc.skip_size = (pw, h);
+                sc.hand_to_wave((pw, h));
+            } else {
+                sc.kept((pw, h));
             }
         }
         outcome
