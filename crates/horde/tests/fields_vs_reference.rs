@@ -238,6 +238,10 @@ proptest! {
         let mut got = IntegrationField::new(*cost.grid(), model);
         prop_assert_eq!(sliced.finish_into(&mut got).unwrap(), stats);
         prop_assert_eq!(&got, &want);
+        // Each reachable cell settled once: a cell queued twice in one bucket and expanded
+        // twice would count twice.
+        let reachable = got.values().iter().filter(|&&v| v != horde::UNREACHABLE).count();
+        prop_assert_eq!(stats.settled, reachable);
         let mut got_flow = FlowField::new(*cost.grid());
         sliced.flow_into(&mut got_flow).unwrap();
         prop_assert_eq!(got_flow, want_flow);
