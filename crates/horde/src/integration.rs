@@ -1866,6 +1866,12 @@ mod tests {
         sliced.finish_into(&mut out).unwrap();
         assert!(!sliced.wave.walks);
         assert_eq!(out, walked_maze);
+        // A build the sweeps finish runs no wave: it neither walks nor judges the walks.
+        let mut swept = IntegrationBuilder::new();
+        swept.build(&open(41, 41), &goal, m).unwrap();
+        assert!(!swept.sweep.handed_over_lately(), "swept");
+        assert!(!swept.wave.ran && !swept.wave.walks);
+        assert_eq!(swept.walk_skip, 0);
     }
 
     #[test]
