@@ -289,6 +289,19 @@ fn a_walled_in_goal_leads_nowhere_until_it_is_opened() {
 }
 
 #[test]
+fn a_live_field_keeps_its_goals_and_counts_its_bytes() {
+    let cost = horde::maps::demo_map();
+    let goals = [UVec2::new(64, 64), UVec2::new(20, 20), UVec2::new(100, 100)];
+    let mut rep = FieldRepairer::new();
+    for n in 1..=goals.len() {
+        let field = LiveField::build(&cost, &goals[..n], CostModel::Octile, &mut rep).unwrap();
+        assert_eq!(field.goals(), &goals[..n]);
+        // 4 bytes of value and 1 of arrow per cell, 12 per goal (its cell and its index).
+        assert_eq!(field.memory_bytes(), cost.grid().len() * 5 + n * 12);
+    }
+}
+
+#[test]
 fn the_cache_evicts_the_least_recently_used_field() {
     let map = horde::maps::demo_map();
     let one = map.grid().len() * 5 + 12;
