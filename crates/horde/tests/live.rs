@@ -289,6 +289,131 @@ fn a_walled_in_goal_leads_nowhere_until_it_is_opened() {
 }
 
 #[test]
+fn terrain_changed_on_a_goal_cell_invalidates_nothing() {
+    // The goal keeps 0 and every step is priced by the cell it leaves: no value changes.
+    let mut cost = CostField::new(horde::Grid::new(40, 30).unwrap());
+    let goal = UVec2::new(20, 15);
+    let mut rep = FieldRepairer::new();
+    let mut field = LiveField::build(&cost, &[goal], CostModel::Octile, &mut rep).unwrap();
+    let changed = cost
+        .apply_edits(&[CostEdit::Cell {
+            cell: goal,
+            cost: 3,
+        }])
+        .unwrap();
+    let stats = field.repair(&cost, &changed, &mut rep).unwrap();
+    assert!(!stats.rebuilt);
+    assert_eq!(stats.invalidated, 0, "{stats:?}");
+    assert_fresh(&cost, &[goal], CostModel::Octile, &field);
+}
+
+#[test]
+fn moving_goals_repairs_while_one_stays_and_rebuilds_when_none_does() {
+    let cost = horde::maps::demo_map();
+    let (a, b, c, d) = (
+        UVec2::new(64, 64),
+        UVec2::new(20, 20),
+        UVec2::new(100, 100),
+        UVec2::new(30, 90),
+    );
+    let mut rep = FieldRepairer::new();
+    // No fall-back for size: only losing every goal sends the move to a rebuild.
+    rep.set_rebuild_divisor(0);
+    let mut field = LiveField::build(&cost, &[a, b], CostModel::TenFourteen, &mut rep).unwrap();
+    let stats = field.move_goals(&cost, &[a, c], &mut rep).unwrap();
+    assert!(!stats.rebuilt, "a stays: {stats:?}");
+    assert_fresh(&cost, &[a, c], CostModel::TenFourteen, &field);
+    let stats = field.move_goals(&cost, &[d], &mut rep).unwrap();
+    assert!(stats.rebuilt, "none stays: {stats:?}");
+    assert_fresh(&cost, &[d], CostModel::TenFourteen, &field);
+}
+
+#[test]
+fn repairs_refuse_a_cost_field_of_another_size() {
+    let cost = CostField::new(horde::Grid::new(20, 10).unwrap());
+    let other = CostField::new(horde::Grid::new(10, 20).unwrap());
+    let goal = UVec2::new(1, 1);
+    let mut rep = FieldRepairer::new();
+    let mut field = LiveField::build(&cost, &[goal], CostModel::Octile, &mut rep).unwrap();
+    let before = field.integration().clone();
+    assert!(matches!(
+        field.repair(&other, &[goal], &mut rep),
+        Err(horde::LiveError::SizeMismatch(_))
+    ));
+    assert!(matches!(
+        field.move_goals(&other, &[UVec2::new(2, 2)], &mut rep),
+        Err(horde::LiveError::SizeMismatch(_))
+    ));
+    assert_eq!(field.integration(), &before, "left as it was");
+}
+
+#[test]
+fn a_repair_past_the_largest_value_reports_an_overflow() {
+    // A corridor of the dearest swamp in the octile model passes 2^32 raw units after about
+    // 1,220 cells; a wall at 1,000 keeps the built field in range until it is taken down.
+    let mut cost = CostField::new(horde::Grid::new(2000, 1).unwrap());
+    cost.fill_rect(UVec2::ZERO, UVec2::new(1999, 0), 254)
+        .unwrap();
+    cost.set(UVec2::new(1000, 0), WALL).unwrap();
+    let goal = UVec2::ZERO;
+    let mut rep = FieldRepairer::new();
+    let mut field = LiveField::build(&cost, &[goal], CostModel::Octile, &mut rep).unwrap();
+    assert!(field.integration().get(UVec2::new(999, 0)).is_some());
+    // Cheaper ground on the way lowers values up to about 3.5 × 10^9: in range, repaired.
+    let changed = cost
+        .apply_edits(&[CostEdit::Cell {
+            cell: UVec2::new(500, 0),
+            cost: 200,
+        }])
+        .unwrap();
+    field.repair(&cost, &changed, &mut rep).unwrap();
+    assert_fresh(&cost, &[goal], CostModel::Octile, &field);
+    let changed = cost
+        .apply_edits(&[CostEdit::Cell {
+            cell: UVec2::new(1000, 0),
+            cost: 254,
+        }])
+        .unwrap();
+    let r = field.repair(&cost, &changed, &mut rep);
+    assert!(
+        matches!(
+            r,
+            Err(horde::LiveError::Integration(
+                horde::IntegrationError::Overflow { .. }
+            ))
+        ),
+        "{r:?}"
+    );
+    assert!(
+        field
+            .integration()
+            .values()
+            .iter()
+            .all(|&v| v == UNREACHABLE),
+        "every cell left unreachable"
+    );
+}
+
+#[test]
+fn an_edit_that_changes_most_of_the_map_falls_back_to_a_rebuild() {
+    // A wall across the map, next to the goal: nearly every cell's way goes round it now.
+    let mut cost = CostField::new(horde::Grid::new(100, 100).unwrap());
+    let goal = UVec2::new(0, 50);
+    let mut rep = FieldRepairer::new();
+    let mut field = LiveField::build(&cost, &[goal], CostModel::TenFourteen, &mut rep).unwrap();
+    let changed = cost
+        .apply_edits(&[CostEdit::Rect {
+            min: UVec2::new(2, 1),
+            max: UVec2::new(2, 99),
+            cost: WALL,
+        }])
+        .unwrap();
+    let stats = field.repair(&cost, &changed, &mut rep).unwrap();
+    assert!(stats.rebuilt, "{stats:?}");
+    assert_fresh(&cost, &[goal], CostModel::TenFourteen, &field);
+}
+
+#[test]
 fn a_live_field_keeps_its_goals_and_counts_its_bytes() {
     let cost = horde::maps::demo_map();
     let goals = [UVec2::new(64, 64), UVec2::new(20, 20), UVec2::new(100, 100)];
