@@ -304,6 +304,8 @@ fn terrain_changed_on_a_goal_cell_invalidates_nothing() {
     let stats = field.repair(&cost, &changed, &mut rep).unwrap();
     assert!(!stats.rebuilt);
     assert_eq!(stats.invalidated, 0, "{stats:?}");
+    // The goal and the eight cells around it were checked, and each kept its value.
+    assert_eq!(stats.checked, 9, "{stats:?}");
     assert_fresh(&cost, &[goal], CostModel::Octile, &field);
 }
 
@@ -374,14 +376,15 @@ fn a_repair_past_the_largest_value_reports_an_overflow() {
             cost: 254,
         }])
         .unwrap();
+    // Cell 1,219 is the first past the largest value a field holds.
+    let overflow = horde::IntegrationError::Overflow {
+        x: 1219,
+        y: 0,
+        limit: UNREACHABLE - 1,
+    };
     let r = field.repair(&cost, &changed, &mut rep);
     assert!(
-        matches!(
-            r,
-            Err(horde::LiveError::Integration(
-                horde::IntegrationError::Overflow { .. }
-            ))
-        ),
+        matches!(&r, Err(horde::LiveError::Integration(e)) if *e == overflow),
         "{r:?}"
     );
     assert!(
@@ -391,6 +394,23 @@ fn a_repair_past_the_largest_value_reports_an_overflow() {
             .iter()
             .all(|&v| v == UNREACHABLE),
         "every cell left unreachable"
+    );
+    // The same when the cell past the limit is the edited one itself, at the corridor's end.
+    let mut cost = CostField::new(horde::Grid::new(1220, 1).unwrap());
+    cost.fill_rect(UVec2::ZERO, UVec2::new(1219, 0), 254)
+        .unwrap();
+    cost.set(UVec2::new(1219, 0), WALL).unwrap();
+    let mut field = LiveField::build(&cost, &[goal], CostModel::Octile, &mut rep).unwrap();
+    let changed = cost
+        .apply_edits(&[CostEdit::Cell {
+            cell: UVec2::new(1219, 0),
+            cost: 254,
+        }])
+        .unwrap();
+    let r = field.repair(&cost, &changed, &mut rep);
+    assert!(
+        matches!(&r, Err(horde::LiveError::Integration(e)) if *e == overflow),
+        "{r:?}"
     );
 }
 
