@@ -434,6 +434,43 @@ fn an_edit_that_changes_most_of_the_map_falls_back_to_a_rebuild() {
 }
 
 #[test]
+fn field_keys_order_by_class_then_row_then_column() {
+    let key = |class: u8, x: u32, y: u32| horde::FieldKey {
+        goal: UVec2::new(x, y),
+        class: SizeClass(class),
+    };
+    let sorted = [
+        key(0, 5, 0),
+        key(0, 0, 1),
+        key(0, 3, 1),
+        key(1, 0, 0),
+        key(2, 9, 9),
+    ];
+    for (i, a) in sorted.iter().enumerate() {
+        for (j, b) in sorted.iter().enumerate() {
+            assert_eq!(a.partial_cmp(b), Some(i.cmp(&j)), "{a:?} {b:?}");
+            assert_eq!(a < b, i < j);
+        }
+    }
+}
+
+#[test]
+fn a_cache_holds_255_size_classes_and_refuses_the_next() {
+    let mut cache = FieldCache::new(
+        CostField::new(horde::Grid::new(4, 4).unwrap()),
+        CostModel::TenFourteen,
+        usize::MAX,
+    );
+    for id in 1..=255u8 {
+        assert_eq!(cache.add_size_class(0.0).unwrap(), SizeClass(id));
+    }
+    assert!(matches!(
+        cache.add_size_class(0.0),
+        Err(horde::LiveError::UnknownClass(255))
+    ));
+}
+
+#[test]
 fn a_live_field_keeps_its_goals_and_counts_its_bytes() {
     let cost = horde::maps::demo_map();
     let goals = [UVec2::new(64, 64), UVec2::new(20, 20), UVec2::new(100, 100)];
