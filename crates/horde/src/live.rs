@@ -830,10 +830,7 @@ impl FieldCache {
     /// the number of cached fields), O(cells) on a miss.
     pub fn request(&mut self, goal: UVec2, class: SizeClass) -> Result<FieldKey, LiveError> {
         let key = FieldKey { goal, class };
-        self.clock += 1;
-        if let Some(e) = self.entries.iter_mut().find(|e| e.key == key) {
-            e.last_used = self.clock;
-            self.stats.hits += 1;
+        if self.use_cached(key) {
             return Ok(key);
         }
         let cost = class_cost(&self.map, &self.classes, class)?;
@@ -880,10 +877,7 @@ impl FieldCache {
         budget: &mut usize,
     ) -> Result<FieldRequest, LiveError> {
         let key = FieldKey { goal, class };
-        self.clock += 1;
-        if let Some(e) = self.entries.iter_mut().find(|e| e.key == key) {
-            e.last_used = self.clock;
-            self.stats.hits += 1;
+        if self.use_cached(key) {
             return Ok(FieldRequest::Ready(key));
         }
         let cost = class_cost(&self.map, &self.classes, class)?;
@@ -924,6 +918,19 @@ impl FieldCache {
             .expect("a builder that just built a field of this size derives its flow");
         self.insert_built(key, field);
         Ok(FieldRequest::Ready(key))
+    }
+
+    /// A request's clock tick; on a hit, mark the cached field used and count the hit.
+    fn use_cached(&mut self, key: FieldKey) -> bool {
+        self.clock += 1;
+        match self.entries.iter_mut().find(|e| e.key == key) {
+            Some(e) => {
+                e.last_used = self.clock;
+                self.stats.hits += 1;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Keep a field just built under `key`, then evict the least recently used others while

@@ -471,6 +471,45 @@ fn a_cache_holds_255_size_classes_and_refuses_the_next() {
 }
 
 #[test]
+fn sliced_requests_count_hits_and_evict_the_least_recently_used() {
+    let map = horde::maps::demo_map();
+    let one = map.grid().len() * 5 + 12;
+    let mut cache = FieldCache::new(map, CostModel::Octile, 3 * one);
+    assert_eq!(cache.model(), CostModel::Octile);
+    assert!(cache.is_empty());
+    assert_eq!(cache.memory_bytes(), 0);
+    let goals = [
+        UVec2::new(64, 64),
+        UVec2::new(20, 20),
+        UVec2::new(100, 100),
+        UVec2::new(30, 90),
+    ];
+    let mut ask = |cache: &mut FieldCache, g: UVec2| {
+        let mut budget = usize::MAX;
+        match cache.request_within(g, SizeClass(0), &mut budget).unwrap() {
+            FieldRequest::Ready(key) => key,
+            other => panic!("{other:?}"),
+        }
+    };
+    let keys: Vec<_> = goals[..3].iter().map(|&g| ask(&mut cache, g)).collect();
+    assert!(!cache.is_empty());
+    assert_eq!(cache.len(), 3);
+    assert_eq!(cache.memory_bytes(), 3 * one);
+    // The first and the last are used again; the middle one is then the least recent, whichever
+    // way ties would break.
+    ask(&mut cache, goals[0]);
+    ask(&mut cache, goals[2]);
+    assert_eq!(cache.stats().hits, 2);
+    ask(&mut cache, goals[3]);
+    assert_eq!(cache.stats().evictions, 1);
+    assert!(
+        cache.flow(keys[1]).is_none(),
+        "the middle one was least recently used"
+    );
+    assert!(cache.flow(keys[0]).is_some() && cache.flow(keys[2]).is_some());
+}
+
+#[test]
 fn a_live_field_keeps_its_goals_and_counts_its_bytes() {
     let cost = horde::maps::demo_map();
     let goals = [UVec2::new(64, 64), UVec2::new(20, 20), UVec2::new(100, 100)];
