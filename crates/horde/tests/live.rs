@@ -507,6 +507,12 @@ fn sliced_requests_count_hits_and_evict_the_least_recently_used() {
         "the middle one was least recently used"
     );
     assert!(cache.flow(keys[0]).is_some() && cache.flow(keys[2]).is_some());
+    assert_eq!(cache.stats().builds, 4);
+    // Dropping one field by hand: only that one, once.
+    assert!(cache.evict(keys[0]));
+    assert!(!cache.evict(keys[0]), "already gone");
+    assert!(cache.flow(keys[0]).is_none() && cache.flow(keys[2]).is_some());
+    assert_eq!(cache.len(), 2);
 }
 
 #[test]
