@@ -415,6 +415,24 @@ fn a_repair_past_the_largest_value_reports_an_overflow() {
 }
 
 #[test]
+fn the_cache_reports_repairs_that_fell_back_to_a_rebuild() {
+    let map = CostField::new(horde::Grid::new(100, 100).unwrap());
+    let mut cache = FieldCache::new(map, CostModel::TenFourteen, usize::MAX);
+    cache.request(UVec2::new(0, 50), SizeClass(0)).unwrap();
+    cache.request(UVec2::new(99, 50), SizeClass(0)).unwrap();
+    // A wall next to the first goal sends nearly every cell round it; the far goal's field
+    // changes only near the wall.
+    let report = cache
+        .apply_edits(&[CostEdit::Rect {
+            min: UVec2::new(2, 1),
+            max: UVec2::new(2, 99),
+            cost: WALL,
+        }])
+        .unwrap();
+    assert_eq!((report.repaired, report.rebuilt), (2, 1), "{report:?}");
+}
+
+#[test]
 fn an_edit_that_changes_most_of_the_map_falls_back_to_a_rebuild() {
     // A wall across the map, next to the goal: nearly every cell's way goes round it now.
     let mut cost = CostField::new(horde::Grid::new(100, 100).unwrap());
