@@ -502,7 +502,7 @@ fn sliced_requests_count_hits_and_evict_the_least_recently_used() {
         UVec2::new(100, 100),
         UVec2::new(30, 90),
     ];
-    let mut ask = |cache: &mut FieldCache, g: UVec2| {
+    let ask = |cache: &mut FieldCache, g: UVec2| {
         let mut budget = usize::MAX;
         match cache.request_within(g, SizeClass(0), &mut budget).unwrap() {
             FieldRequest::Ready(key) => key,
