@@ -1984,6 +1984,29 @@ mod tests {
     }
 
     #[test]
+    fn a_builder_swept_in_one_model_then_the_other_equals_fresh_ones() {
+        // Open ground with terrain, which the sweeps build: their table of step prices must follow
+        // the model from build to build.
+        let mut cost = open(40, 30);
+        cost.fill_rect(UVec2::new(10, 5), UVec2::new(30, 20), 7)
+            .unwrap();
+        let goal = [UVec2::new(3, 3)];
+        let mut reused = IntegrationBuilder::new();
+        for model in [
+            CostModel::Octile,
+            CostModel::TenFourteen,
+            CostModel::Octile,
+            CostModel::TenFourteen,
+        ] {
+            let got = reused.build(&cost, &goal, model).unwrap();
+            assert!(!reused.sweep.handed_over_lately(), "swept");
+            let mut wave = IntegrationBuilder::new();
+            wave.set_sweeps(false);
+            assert_eq!(got, wave.build(&cost, &goal, model).unwrap(), "{model:?}");
+        }
+    }
+
+    #[test]
     fn a_reused_builder_gives_the_same_field_as_a_fresh_one() {
         let mut cost = open(30, 20);
         cost.fill_rect(UVec2::new(5, 0), UVec2::new(6, 15), WALL)
