@@ -129,6 +129,20 @@ impl SweepScratch {
         }
     }
 
+    /// After sweeps of `work` columns converged on a map of padded `size`: far more columns
+    /// swept than cells reached (a map mostly rock, such as rooms joined by corridors) sends the
+    /// next builds of this size to the wave, whose work follows the cells it reaches. A build
+    /// `finish` refused (values out of range) says nothing about the map's shape.
+    fn judge(&mut self, size: (usize, usize), work: u64, outcome: &SweepOutcome) {
+        if let SweepOutcome::Done(reached) = *outcome {
+            if work > WAVE_BELOW_WORK_PER_CELL * reached as u64 {
+                self.hand_to_wave(size);
+            } else {
+                self.kept(size);
+            }
+        }
+    }
+
     fn table(&self) -> &[u32; 256] {
         self.straight_table[..]
             .try_into()
@@ -271,20 +285,9 @@ impl IntegrationBuilder {
                     Some(_) => finish(dist, model),
                     None => SweepOutcome::HandOver,
                 };
-                // The same rules as one thread's: too winding, or far more columns swept than
-                // cells reached (a map mostly rock), and the next builds of this size go to the
-                // wave.
-                let wave_next = match (&outcome, converged) {
-                    (_, None) => true,
-                    (SweepOutcome::Done(reached), Some(work)) => {
-                        work > WAVE_BELOW_WORK_PER_CELL * *reached as u64
-                    }
-                    _ => false,
-                };
-                if wave_next {
-                    sc.hand_to_wave((pw, h));
-                } else if converged.is_some() {
-                    sc.kept((pw, h));
+                match converged {
+                    Some(work) => sc.judge((pw, h), work, &outcome),
+                    None => sc.hand_to_wave((pw, h)),
                 }
                 return outcome;
             }
@@ -317,18 +320,9 @@ impl IntegrationBuilder {
             }
         }
         let outcome = finish(dist, model);
-        if let SweepOutcome::Done(reached) = outcome {
-            // Every cell the sweeps changed is in the footprint, and the rest are UNREACHABLE.
-            self.touched_valid = true;
-            // Far more columns swept than cells reached (a map mostly rock, such as rooms joined
-            // by corridors): the wave, whose work follows the cells it reaches, takes the next
-            // builds of this size.
-            if sc.cursor.work > WAVE_BELOW_WORK_PER_CELL * reached as u64 {
-                sc.hand_to_wave((pw, h));
-            } else {
-                sc.kept((pw, h));
-            }
-        }
+        // Every cell the sweeps changed is in the footprint, and the rest are UNREACHABLE.
+        self.touched_valid = matches!(outcome, SweepOutcome::Done(_));
+        sc.judge((pw, h), sc.cursor.work, &outcome);
         outcome
     }
 }
