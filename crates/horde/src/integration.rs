@@ -1983,6 +1983,64 @@ mod tests {
         }
     }
 
+    /// Bands on a map wider than one word of needs per row (64 chunks of 16 columns): each
+    /// band's rows of needs must be its own. Walls every 40 columns with gaps alternating top and
+    /// bottom make the sweeps pass needs across the bands' edges for many rounds.
+    #[test]
+    #[cfg(feature = "parallel")]
+    #[cfg_attr(miri, ignore)]
+    fn wide_maps_swept_in_parallel_bands_equal_the_wave() {
+        let (w, h) = (1250, 300);
+        let mut cost = crate::maps::scattered_map(w, h, 5).unwrap();
+        for (k, x) in (20..w - 20).step_by(40).enumerate() {
+            let (y0, y1) = if k % 2 == 0 { (0, h - 6) } else { (5, h - 1) };
+            cost.fill_rect(UVec2::new(x, y0), UVec2::new(x, y1), WALL)
+                .unwrap();
+        }
+        let goals = [UVec2::new(2, 150), UVec2::new(w - 3, 40)];
+        for goal in goals {
+            cost.set(goal, 1).unwrap();
+        }
+        for model in [CostModel::TenFourteen, CostModel::Octile] {
+            let mut wave = IntegrationBuilder::new();
+            wave.set_sweeps(false);
+            let want = wave.build(&cost, &goals, model).unwrap();
+            for threads in [2, 3] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let got = pool.install(|| {
+                    IntegrationBuilder::new()
+                        .build(&cost, &goals, model)
+                        .unwrap()
+                });
+                assert_eq!(got, want, "{model:?} {threads} threads");
+            }
+        }
+    }
+
+    /// Banded sweeps stop at the same budget as one thread's: a large maze is handed over, not
+    /// swept to the end.
+    #[test]
+    #[cfg(feature = "parallel")]
+    #[cfg_attr(miri, ignore)]
+    fn banded_sweeps_hand_a_maze_over_at_the_budget() {
+        let cost = maze(300, 11);
+        let goal = [UVec2::new(1, 1)];
+        let m = CostModel::TenFourteen;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut b = IntegrationBuilder::new();
+            b.start(&cost, &goal, m).unwrap();
+            assert_eq!(b.sweep_run(usize::MAX, m), sweep::SweepOutcome::HandOver);
+            assert!(b.sweep.handed_over_lately());
+        });
+    }
+
     #[test]
     fn a_builder_swept_in_one_model_then_the_other_equals_fresh_ones() {
         // Open ground with terrain, which the sweeps build: their table of step prices must follow
