@@ -1984,13 +1984,22 @@ mod tests {
     }
 
     /// Bands on a map wider than one word of needs per row (64 chunks of 16 columns): each
-    /// band's rows of needs must be its own. Walls every 40 columns with gaps alternating top and
-    /// bottom make the sweeps pass needs across the bands' edges for many rounds.
+    /// band's rows of needs must be its own; and on one whose padded rows fill that word exactly
+    /// (1022 + 2 columns), where a run of needs ends at the word's last bit. Walls every 40
+    /// columns with gaps alternating top and bottom make the sweeps pass needs across the bands'
+    /// edges for many rounds.
     #[test]
     #[cfg(feature = "parallel")]
     #[cfg_attr(miri, ignore)]
     fn wide_maps_swept_in_parallel_bands_equal_the_wave() {
-        let (w, h) = (1250, 300);
+        for w in [1250, 1022] {
+            wide_map_in_bands(w);
+        }
+    }
+
+    #[cfg(feature = "parallel")]
+    fn wide_map_in_bands(w: u32) {
+        let h = 300;
         let mut cost = crate::maps::scattered_map(w, h, 5).unwrap();
         for (k, x) in (20..w - 20).step_by(40).enumerate() {
             let (y0, y1) = if k % 2 == 0 { (0, h - 6) } else { (5, h - 1) };
@@ -2015,7 +2024,7 @@ mod tests {
                         .build(&cost, &goals, model)
                         .unwrap()
                 });
-                assert_eq!(got, want, "{model:?} {threads} threads");
+                assert_eq!(got, want, "width {w} {model:?} {threads} threads");
             }
         }
     }
