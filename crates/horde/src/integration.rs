@@ -2029,6 +2029,21 @@ mod tests {
         }
     }
 
+    /// One thread's sweeps stop at their budget: a maze is handed over by `sweep_run` itself,
+    /// not swept to the end (and only then judged by the work it took).
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn sweeps_hand_a_maze_over_at_the_budget() {
+        let cost = maze(64, 3);
+        let goal = [UVec2::new(1, 1)];
+        for m in [CostModel::TenFourteen, CostModel::Octile] {
+            let mut b = IntegrationBuilder::new();
+            b.start(&cost, &goal, m).unwrap();
+            assert_eq!(b.sweep_run(usize::MAX, m), sweep::SweepOutcome::HandOver);
+            assert!(b.sweep.handed_over_lately());
+        }
+    }
+
     /// Banded sweeps stop at the same budget as one thread's: a large maze is handed over, not
     /// swept to the end.
     #[test]
