@@ -1968,15 +1968,7 @@ mod tests {
                 // Two to five bands, whatever this machine's thread count.
                 #[cfg(feature = "parallel")]
                 for threads in [2, 3, 5] {
-                    let pool = rayon::ThreadPoolBuilder::new()
-                        .num_threads(threads)
-                        .build()
-                        .unwrap();
-                    let got = pool.install(|| {
-                        IntegrationBuilder::new()
-                            .build(&cost, &goals, model)
-                            .unwrap()
-                    });
+                    let got = build_on_threads(threads, &cost, &goals, model);
                     assert_eq!(got, want, "seed {seed} {model:?} {threads} threads");
                 }
             }
@@ -2015,18 +2007,25 @@ mod tests {
             wave.set_sweeps(false);
             let want = wave.build(&cost, &goals, model).unwrap();
             for threads in [2, 3] {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .unwrap();
-                let got = pool.install(|| {
-                    IntegrationBuilder::new()
-                        .build(&cost, &goals, model)
-                        .unwrap()
-                });
+                let got = build_on_threads(threads, &cost, &goals, model);
                 assert_eq!(got, want, "width {w} {model:?} {threads} threads");
             }
         }
+    }
+
+    /// A fresh builder's field, built on a pool of `threads` threads.
+    #[cfg(feature = "parallel")]
+    fn build_on_threads(
+        threads: usize,
+        cost: &CostField,
+        goals: &[UVec2],
+        model: CostModel,
+    ) -> IntegrationField {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| IntegrationBuilder::new().build(cost, goals, model).unwrap())
     }
 
     /// One thread's sweeps stop at their budget: a maze is handed over by `sweep_run` itself,
