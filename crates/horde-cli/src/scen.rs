@@ -157,6 +157,8 @@ fn run_routes(a: &Args, cost: &CostField, scen: &[Scenario]) -> Result<ExitCode>
     let (mut excess, mut unreached, mut below) = (Vec::new(), 0usize, 0usize);
     let mut first_bad = Vec::new();
     let mut tiles_built = 0usize;
+    // One set of tiles, sent to each query's goal in turn, so its buffers are reused.
+    let mut tiles: Option<FlowTiles> = None;
     let pb = progress(scen.len() as u64, "scenarios");
     let started = Instant::now();
     for (k, s) in scen.iter().enumerate() {
@@ -164,9 +166,15 @@ fn run_routes(a: &Args, cost: &CostField, scen: &[Scenario]) -> Result<ExitCode>
         let to = UVec2::new(s.goal.0, s.goal.1);
         let walked = match search.route(&graph, cost, from, to) {
             Ok(Some(route)) => {
-                let mut tiles = FlowTiles::new(&graph, cost, to)?;
-                tiles_built += tiles.extend(&graph, cost, &route)?;
-                crate::route::follow(cost, &tiles, from, model)
+                let tiles = match &mut tiles {
+                    Some(t) => {
+                        t.set_goal(&graph, cost, to)?;
+                        t
+                    }
+                    None => tiles.insert(FlowTiles::new(&graph, cost, to)?),
+                };
+                tiles_built += tiles.extend_reusing(&graph, cost, &route, &search)?;
+                crate::route::follow(cost, tiles, from, model)
                     .ok()
                     .map(|w| crate::route::units(model, w.cost))
             }

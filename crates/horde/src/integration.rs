@@ -411,14 +411,34 @@ impl IntegrationBuilder {
         seeds: &[(UVec2, u32)],
         model: CostModel,
     ) -> Result<(), IntegrationError> {
-        let grid = *cost.grid();
+        self.start_seeded_window(
+            *cost.grid(),
+            cost.costs(),
+            cost.width() as usize,
+            seeds,
+            model,
+        )
+    }
+
+    /// [`start_seeded`](Self::start_seeded) over a window of a larger map, read in place: the
+    /// window is `grid`'s size, its row `y` is `costs[y * stride..][..width]` (so `costs` begins
+    /// at the window's top-left cell), and seeds are in the window's coordinates. The sectors'
+    /// tiles build this way without copying each sector out first.
+    pub(crate) fn start_seeded_window(
+        &mut self,
+        grid: Grid,
+        costs: &[u8],
+        stride: usize,
+        seeds: &[(UVec2, u32)],
+        model: CostModel,
+    ) -> Result<(), IntegrationError> {
         if seeds.is_empty() {
             return Err(IntegrationError::NoGoals);
         }
         let limit = UNREACHABLE - 1 - model.diagonal() * WALL as u32;
         for &(g, v) in seeds {
-            let i = grid.index(g).map_err(IntegrationError::GoalOutside)?;
-            if cost.costs()[i] == WALL {
+            grid.index(g).map_err(IntegrationError::GoalOutside)?;
+            if costs[g.y as usize * stride + g.x as usize] == WALL {
                 return Err(IntegrationError::GoalOnWall { x: g.x, y: g.y });
             }
             if v > limit {
@@ -430,7 +450,7 @@ impl IntegrationBuilder {
             }
         }
         self.built = false;
-        self.prepare(cost, model);
+        self.prepare(costs, stride, grid, model);
         self.grid = Some(grid);
         let pw = self.padded_width;
         let mut padded = std::mem::take(&mut self.wave.seeds);
@@ -598,9 +618,9 @@ impl IntegrationBuilder {
     }
 
     /// Copy the costs into the padded grid (a wall border) and size the distances.
-    fn prepare(&mut self, cost: &CostField, model: CostModel) {
-        let w = cost.width() as usize;
-        let h = cost.height() as usize;
+    fn prepare(&mut self, costs: &[u8], stride: usize, grid: Grid, model: CostModel) {
+        let w = grid.width() as usize;
+        let h = grid.height() as usize;
         let pw = w + 2;
         let plen = pw * (h + 2);
         if self.costs.len() != plen || self.padded_width != pw {
@@ -617,7 +637,8 @@ impl IntegrationBuilder {
         // narrow maps no byte-at-a-time tail per row (the borders are walls, which count as 0).
         let mut top = PLAIN;
         let mut group = pw;
-        for (y, row) in cost.costs().chunks_exact(w).enumerate() {
+        for y in 0..h {
+            let row = &costs[y * stride..y * stride + w];
             let dst = (y + 1) * pw + 1;
             self.costs[dst..dst + w].copy_from_slice(row);
             let end = dst + w;

@@ -169,6 +169,8 @@ proptest! {
         let mut search = RouteSearch::new();
         let mut octile_only = RouteSearch::new();
         octile_only.set_landmarks(false);
+        // One set of tiles sent from goal to goal, taking each goal's tile from the search.
+        let mut reused: Option<FlowTiles> = None;
         for pair in cells.chunks(2).filter(|p| p.len() == 2) {
             let (start, goal) = (pair[0], pair[1]);
             let reference = reference_dijkstra(&cost, &[goal], model);
@@ -202,7 +204,7 @@ proptest! {
             // The tiles lead from the start to the goal, never cheaper than the optimum and
             // never dearer than the route they were built for.
             let mut tiles = FlowTiles::new(&graph, &cost, goal).unwrap();
-            tiles.extend(&graph, &cost, &route).unwrap();
+            let built = tiles.extend(&graph, &cost, &route).unwrap();
             check_arrows(&cost, &graph, &tiles, model);
             let walked = follow(&cost, &tiles, start, model);
             prop_assert!(walked.is_some(), "the tiles do not reach {} from {}", goal, start);
@@ -212,8 +214,61 @@ proptest! {
             // costs at most what the start's tile says, and that at most the route.
             let claimed = tiles.cost_to_goal(start).unwrap();
             prop_assert!(walked <= claimed && claimed <= route.cost, "{} {} {}", walked, claimed, route.cost);
+            // Tiles moved to this goal, their buffers and the search's goal field reused: the
+            // same tiles.
+            let again = match &mut reused {
+                Some(t) => {
+                    t.set_goal(&graph, &cost, goal).unwrap();
+                    t
+                }
+                None => reused.insert(FlowTiles::new(&graph, &cost, goal).unwrap()),
+            };
+            prop_assert_eq!(again.extend_reusing(&graph, &cost, &route, &search).unwrap(), built);
+            prop_assert!(same_tiles(&cost, again, &tiles), "reused tiles differ, goal {}", goal);
         }
     }
+}
+
+/// Whether two sets of tiles give every cell the same cost to the goal and the same arrow.
+fn same_tiles(cost: &CostField, a: &FlowTiles, b: &FlowTiles) -> bool {
+    a.goal() == b.goal()
+        && a.tile_count() == b.tile_count()
+        && (0..cost.grid().len()).all(|i| {
+            let c = cost.grid().cell(i);
+            a.cost_to_goal(c) == b.cost_to_goal(c) && a.flow_byte(c) == b.flow_byte(c)
+        })
+}
+
+#[test]
+fn a_goal_field_is_not_reused_once_its_sector_has_changed() {
+    let mut cost = horde::maps::demo_map();
+    let model = CostModel::Octile;
+    let mut graph = SectorGraph::build(&cost, 16, model).unwrap();
+    let (start, goal) = (UVec2::new(2, 2), UVec2::new(125, 125));
+    let mut search = RouteSearch::new();
+    search.route(&graph, &cost, start, goal).unwrap().unwrap();
+    // Dear terrain beside the goal, in its sector: the search's field of that sector is stale.
+    let (min, max) = (UVec2::new(113, 113), UVec2::new(119, 127));
+    cost.fill_rect(min, max, 9).unwrap();
+    graph.update(&cost, &[(min, max)]).unwrap();
+    let route = RouteSearch::new()
+        .route(&graph, &cost, start, goal)
+        .unwrap()
+        .unwrap();
+    let mut fresh = FlowTiles::new(&graph, &cost, goal).unwrap();
+    fresh.extend(&graph, &cost, &route).unwrap();
+    let mut stale = FlowTiles::new(&graph, &cost, goal).unwrap();
+    stale
+        .extend_reusing(&graph, &cost, &route, &search)
+        .unwrap();
+    assert!(same_tiles(&cost, &stale, &fresh));
+    // And the field is reused, with the same tiles, once the search has seen the new costs.
+    search.route(&graph, &cost, start, goal).unwrap().unwrap();
+    let mut reused = FlowTiles::new(&graph, &cost, goal).unwrap();
+    reused
+        .extend_reusing(&graph, &cost, &route, &search)
+        .unwrap();
+    assert!(same_tiles(&cost, &reused, &fresh));
 }
 
 /// Labels of a plain 4-connected flood fill (with the corner rule, the same partition as

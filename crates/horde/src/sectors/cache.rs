@@ -149,7 +149,8 @@ impl TileCache {
     /// Route from `start` to `goal` for `class` and make sure the tiles along it are built
     /// (joining those already built towards that goal); `None` when the goal cannot be reached.
     /// The goal's tiles are marked used, and the least recently used others are evicted while
-    /// over budget. Cost: one route, plus a Dijkstra per new tile.
+    /// over budget. Cost: one route, plus a search per new tile (the goal's tile is taken from
+    /// the route's own search of the goal's sector).
     pub fn route(
         &mut self,
         start: UVec2,
@@ -181,7 +182,9 @@ impl TileCache {
         };
         let entry = &mut self.entries[at];
         entry.last_used = self.clock;
-        entry.tiles.extend(&c.graph, cost, &route)?;
+        entry
+            .tiles
+            .extend_reusing(&c.graph, cost, &route, &self.search)?;
         self.stats.evictions += crate::live::evict_least_recent(
             &mut self.entries,
             self.budget_bytes,

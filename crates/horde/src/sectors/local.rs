@@ -7,7 +7,7 @@ use std::collections::BinaryHeap;
 
 use glam::UVec2;
 
-use crate::cost::{CostField, CostModel, WALL};
+use crate::cost::{CostModel, WALL};
 use crate::flow::FlowField;
 use crate::grid::{Dir8, Grid};
 use crate::integration::{IntegrationBuilder, IntegrationField, UNREACHABLE};
@@ -246,12 +246,77 @@ pub(crate) struct SectorFields {
     dist: Vec<u64>,
     /// Whether the last values came from the builder (not the 64-bit fallback).
     from_builder: bool,
+    /// With [`SectorFields::remembering`]: what the last [`SectorFields::costs_to`] was asked
+    /// (rectangle, model, seeds, the rectangle's costs), so another user of the same values
+    /// can tell they are still right for it.
+    remember: bool,
+    asked: Option<Asked>,
+}
+
+/// [`SectorFields::remembering`], as a default.
+#[derive(Debug, Clone)]
+pub(crate) struct RememberingFields(pub SectorFields);
+
+impl Default for RememberingFields {
+    fn default() -> RememberingFields {
+        RememberingFields(SectorFields::remembering())
+    }
+}
+
+/// One request to [`SectorFields::costs_to`], kept to recognise it again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Asked {
+    rect: Rect,
+    model: CostModel,
+    seeds: Vec<(u32, u64)>,
+    costs: Vec<u8>,
+}
+
+/// The rows of `rect` in a map `map_width` wide, top to bottom.
+fn rect_rows(costs: &[u8], map_width: u32, rect: Rect) -> impl Iterator<Item = &[u8]> {
+    (rect.y0..rect.y0 + rect.h).map(move |y| {
+        let start = y as usize * map_width as usize + rect.x0 as usize;
+        &costs[start..start + rect.w as usize]
+    })
 }
 
 /// Seeds further apart than this from the cheapest go to the 64-bit fallback.
 const SEED_SPREAD_LIMIT: u64 = 1 << 30;
 
 impl SectorFields {
+    /// Scratch that keeps what [`SectorFields::costs_to`] was last asked (a copy of the
+    /// rectangle's costs too, 1 byte per cell), so [`SectorFields::answers`] can recognise it.
+    pub fn remembering() -> SectorFields {
+        SectorFields {
+            remember: true,
+            ..SectorFields::default()
+        }
+    }
+
+    /// Whether the last [`SectorFields::costs_to`] of a [`SectorFields::remembering`] scratch
+    /// was this very request on these costs: then its values ([`SectorFields::last`]) and
+    /// arrows ([`SectorFields::flow_into`]) answer it. O(cells of the rectangle).
+    pub fn answers(
+        &self,
+        costs: &[u8],
+        map_width: u32,
+        model: CostModel,
+        rect: Rect,
+        seeds: &[(u32, u64)],
+    ) -> bool {
+        self.asked.as_ref().is_some_and(|a| {
+            a.rect == rect
+                && a.model == model
+                && a.seeds == seeds
+                && rect_rows(costs, map_width, rect).eq(a.costs.chunks_exact(rect.w as usize))
+        })
+    }
+
+    /// The values of the last [`SectorFields::costs_to`].
+    pub fn last(&self) -> &[u64] {
+        &self.dist
+    }
+
     /// The cost from every cell of `rect` to the nearest seed (local index, starting value),
     /// `u64::MAX` where none can be reached inside the rectangle. O(cells of the rectangle).
     pub fn costs_to(
@@ -262,21 +327,54 @@ impl SectorFields {
         rect: Rect,
         seeds: &[(u32, u64)],
     ) -> &[u64] {
-        let n = (rect.w * rect.h) as usize;
-        self.dist.clear();
-        self.dist.resize(n, u64::MAX);
+        let mut dist = std::mem::take(&mut self.dist);
+        self.costs_into(costs, map_width, model, rect, seeds, &mut dist);
+        self.dist = dist;
+        if self.remember {
+            let mut asked = self.asked.take().unwrap_or(Asked {
+                rect,
+                model,
+                seeds: Vec::new(),
+                costs: Vec::new(),
+            });
+            asked.rect = rect;
+            asked.model = model;
+            asked.seeds.clear();
+            asked.seeds.extend_from_slice(seeds);
+            asked.costs.clear();
+            for row in rect_rows(costs, map_width, rect) {
+                asked.costs.extend_from_slice(row);
+            }
+            self.asked = Some(asked);
+        }
+        &self.dist
+    }
+
+    /// [`SectorFields::costs_to`] written into `out` (cleared first), so a tile can keep the
+    /// values without a copy.
+    pub fn costs_into(
+        &mut self,
+        costs: &[u8],
+        map_width: u32,
+        model: CostModel,
+        rect: Rect,
+        seeds: &[(u32, u64)],
+        out: &mut Vec<u64>,
+    ) {
+        out.clear();
         self.from_builder = false;
         let Some(base) = seeds.iter().map(|s| s.1).min() else {
-            return &self.dist;
+            out.resize((rect.w * rect.h) as usize, u64::MAX);
+            return;
         };
         self.from_builder = seeds.iter().all(|s| s.1 - base <= SEED_SPREAD_LIMIT)
-            && self.build(costs, map_width, model, rect, seeds, base);
+            && self.build(costs, map_width, model, rect, seeds, base, out);
         if !self.from_builder {
             self.fallback
                 .run_seeded(costs, map_width, model, rect, seeds);
-            self.dist.copy_from_slice(self.fallback.dists());
+            out.clear();
+            out.extend_from_slice(self.fallback.dists());
         }
-        &self.dist
     }
 
     /// The arrows of the last [`SectorFields::costs_to`]'s values over its rectangle (walls and
@@ -286,7 +384,9 @@ impl SectorFields {
         self.from_builder && self.builder.flow_into(out).is_ok()
     }
 
-    /// Try the builder: false if the values overflow its 32 bits.
+    /// Try the builder over the rectangle, read in place in the map: false if the values
+    /// overflow its 32 bits. On success `out` holds the values.
+    #[allow(clippy::too_many_arguments)]
     fn build(
         &mut self,
         costs: &[u8],
@@ -295,14 +395,10 @@ impl SectorFields {
         rect: Rect,
         seeds: &[(u32, u64)],
         base: u64,
+        out: &mut Vec<u64>,
     ) -> bool {
         let grid = Grid::new(rect.w, rect.h).expect("a sector is a valid grid");
-        let mut sub = Vec::with_capacity((rect.w * rect.h) as usize);
-        for y in 0..rect.h {
-            let row = (rect.y0 + y) as usize * map_width as usize + rect.x0 as usize;
-            sub.extend_from_slice(&costs[row..row + rect.w as usize]);
-        }
-        let sub = CostField::from_costs(grid, sub).expect("costs copied from a cost field");
+        let origin = rect.y0 as usize * map_width as usize + rect.x0 as usize;
         self.seeds.clear();
         self.seeds.extend(
             seeds
@@ -315,17 +411,25 @@ impl SectorFields {
         };
         let built = self
             .builder
-            .start_seeded(&sub, &self.seeds, model)
+            .start_seeded_window(
+                grid,
+                &costs[origin..],
+                map_width as usize,
+                &self.seeds,
+                model,
+            )
             .and_then(|()| self.builder.advance(usize::MAX))
             .and_then(|_| self.builder.finish_into(field));
         if built.is_err() {
             return false;
         }
-        for (d, &v) in self.dist.iter_mut().zip(field.values()) {
-            if v != UNREACHABLE {
-                *d = base + v as u64;
+        out.extend(field.values().iter().map(|&v| {
+            if v == UNREACHABLE {
+                u64::MAX
+            } else {
+                base + v as u64
             }
-        }
+        }));
         true
     }
 }

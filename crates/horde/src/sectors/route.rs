@@ -7,7 +7,7 @@ use std::collections::BinaryHeap;
 use glam::UVec2;
 
 use super::landmarks::{LANDMARKS, UNKNOWN};
-use super::local::{Direction, LocalSearch, SectorFields};
+use super::local::{Direction, LocalSearch, RememberingFields, SectorFields};
 use super::{SectorError, SectorGraph};
 use crate::cost::CostField;
 
@@ -42,6 +42,11 @@ const WEIGHT_ONE: u64 = 16;
 pub struct RouteSearch {
     local: LocalSearch,
     fields: SectorFields,
+    /// The goal sector's field of the last route, kept for [`FlowTiles::extend_reusing`]
+    /// (its tile is that field).
+    ///
+    /// [`FlowTiles::extend_reusing`]: super::FlowTiles::extend_reusing
+    goal_fields: RememberingFields,
     generation: u32,
     /// Per vertex (nodes, then the start and the goal): best cost so far, valid when its stamp
     /// is the current generation.
@@ -72,6 +77,11 @@ impl RouteSearch {
     /// Empty scratch; it grows to the graph on the first query.
     pub fn new() -> RouteSearch {
         RouteSearch::default()
+    }
+
+    /// The goal sector's field of the last route, and what it was asked.
+    pub(crate) fn goal_fields(&self) -> &SectorFields {
+        &self.goal_fields.0
     }
 
     /// Weigh the heuristic by `weight` (1 to 4; 1, the default, is plain A*): a route then
@@ -195,7 +205,8 @@ impl RouteSearch {
         // The goal's side: the cost from every cell of the goal's sector to the goal.
         let rect = graph.rect(goal_sector);
         let to_goal =
-            self.fields
+            self.goal_fields
+                .0
                 .costs_to(costs, w, model, rect, &[(rect.local(goal.x, goal.y), 0)]);
         for node in graph.nodes_of(goal_sector) {
             if graph.node_component(node) == goal_component {

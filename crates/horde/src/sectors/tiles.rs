@@ -5,7 +5,7 @@
 use glam::UVec2;
 
 use super::local::{Rect, SectorFields};
-use super::{Route, SectorError, SectorGraph, SectorUpdate};
+use super::{Route, RouteSearch, SectorError, SectorGraph, SectorUpdate};
 use crate::cost::{CostField, WALL};
 use crate::flow::{FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FlowField};
 use crate::grid::{Dir8, Grid, SizeMismatch};
@@ -42,9 +42,16 @@ pub struct FlowTiles {
     seeds: Vec<(u32, u64)>,
     /// Scratch: the arrows of the tile being built, from the library's flow kernel.
     inner_flow: Option<FlowField>,
-    /// Scratch: per cell of the tile being built, its best step out (direction, total).
+    /// Scratch: per rim cell of the tile being built (in `rim_cells` order), its best step out
+    /// (direction, total), or [`NO_EXIT`].
     exits: Vec<(u8, u64)>,
+    /// The buffers of dropped tiles, reused by the next tiles built.
+    spare_costs: Vec<Vec<u64>>,
+    spare_flows: Vec<Vec<u8>>,
 }
+
+/// A rim cell with no step out into a built tile.
+const NO_EXIT: (u8, u64) = (FLOW_UNREACHABLE, u64::MAX);
 
 impl FlowTiles {
     /// No tiles yet, towards `goal`. O(sectors).
@@ -69,6 +76,8 @@ impl FlowTiles {
             seeds: Vec::new(),
             inner_flow: None,
             exits: Vec::new(),
+            spare_costs: Vec::new(),
+            spare_flows: Vec::new(),
         })
     }
 
@@ -139,6 +148,54 @@ impl FlowTiles {
         route: &Route,
         max_tiles: usize,
     ) -> Result<(usize, bool), SectorError> {
+        self.extend_from(graph, cost, route, max_tiles, None)
+    }
+
+    /// [`FlowTiles::extend`] for the route `search` found last: the goal's tile, built first
+    /// and from the goal alone, is the field the search built over the goal's sector, so it is
+    /// taken from there (when the search's last route ended at this goal and that sector's
+    /// costs are unchanged) and only the other tiles are searched. The tiles are the same as
+    /// [`FlowTiles::extend`]'s. Cost: as `extend`, less one sector's search.
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::sectors::{FlowTiles, RouteSearch, SectorGraph};
+    /// let map = horde::maps::demo_map();
+    /// let graph = SectorGraph::build(&map, 16, horde::CostModel::Octile).unwrap();
+    /// let (start, goal) = (UVec2::new(2, 2), UVec2::new(125, 125));
+    /// let mut search = RouteSearch::new();
+    /// let route = search.route(&graph, &map, start, goal).unwrap().unwrap();
+    /// let mut reused = FlowTiles::new(&graph, &map, goal).unwrap();
+    /// let mut own = FlowTiles::new(&graph, &map, goal).unwrap();
+    /// assert_eq!(reused.extend_reusing(&graph, &map, &route, &search).unwrap(), own.extend(&graph, &map, &route).unwrap());
+    /// for y in 0..128 {
+    ///     for x in 0..128 {
+    ///         let c = UVec2::new(x, y);
+    ///         assert_eq!((reused.cost_to_goal(c), reused.flow_byte(c)), (own.cost_to_goal(c), own.flow_byte(c)));
+    ///     }
+    /// }
+    /// ```
+    pub fn extend_reusing(
+        &mut self,
+        graph: &SectorGraph,
+        cost: &CostField,
+        route: &Route,
+        search: &RouteSearch,
+    ) -> Result<usize, SectorError> {
+        Ok(self
+            .extend_from(graph, cost, route, usize::MAX, Some(search.goal_fields()))?
+            .0)
+    }
+
+    /// [`FlowTiles::extend_some`], with a field that may answer a tile's search.
+    fn extend_from(
+        &mut self,
+        graph: &SectorGraph,
+        cost: &CostField,
+        route: &Route,
+        max_tiles: usize,
+        prior: Option<&SectorFields>,
+    ) -> Result<(usize, bool), SectorError> {
         graph.check_cost(cost)?;
         if graph.side != self.side {
             return Err(SectorError::OtherSide {
@@ -171,7 +228,7 @@ impl FlowTiles {
                 if built == max_tiles {
                     return Ok((built, false));
                 }
-                self.build_tile(graph, cost, sector);
+                self.build_tile(graph, cost, sector, prior);
                 built += 1;
             }
             end = begin;
@@ -210,9 +267,58 @@ impl FlowTiles {
         if !update.sectors.iter().any(|&s| self.has_tile(s)) {
             return false;
         }
-        self.tiles.clear();
-        self.slot.fill(u32::MAX);
+        self.drop_tiles();
         true
+    }
+
+    /// Start over towards another goal on the same graph's map, keeping this value's buffers
+    /// (the dropped tiles' and one sector's search scratch) for the tiles built next, so a loop
+    /// over many goals stops allocating once it has built its largest set of tiles. Errors as
+    /// [`FlowTiles::new`]. O(sectors).
+    ///
+    /// ```
+    /// use glam::UVec2;
+    /// use horde::sectors::{FlowTiles, RouteSearch, SectorGraph};
+    /// let map = horde::maps::demo_map();
+    /// let graph = SectorGraph::build(&map, 16, horde::CostModel::Octile).unwrap();
+    /// let mut search = RouteSearch::new();
+    /// let mut tiles = FlowTiles::new(&graph, &map, UVec2::new(125, 125)).unwrap();
+    /// for (start, goal) in [(UVec2::new(2, 2), UVec2::new(125, 125)), (UVec2::new(125, 125), UVec2::new(2, 2))] {
+    ///     let route = search.route(&graph, &map, start, goal).unwrap().unwrap();
+    ///     tiles.set_goal(&graph, &map, goal).unwrap();
+    ///     tiles.extend(&graph, &map, &route).unwrap();
+    ///     assert_eq!(tiles.goal(), goal);
+    ///     assert!(tiles.cost_to_goal(start).unwrap() <= route.cost);
+    /// }
+    /// ```
+    pub fn set_goal(
+        &mut self,
+        graph: &SectorGraph,
+        cost: &CostField,
+        goal: UVec2,
+    ) -> Result<(), SectorError> {
+        graph.check_cost(cost)?;
+        graph.check_end(cost, goal, "goal")?;
+        self.drop_tiles();
+        let (sx, sy) = graph.sectors();
+        self.goal = goal;
+        self.side = graph.side;
+        self.sectors_x = sx;
+        self.width = graph.grid.width();
+        self.height = graph.grid.height();
+        self.goal_sector = graph.sector_of(goal).expect("checked");
+        self.slot.clear();
+        self.slot.resize((sx * sy) as usize, u32::MAX);
+        Ok(())
+    }
+
+    /// Drop every tile, keeping its buffers for the next tiles built.
+    fn drop_tiles(&mut self) {
+        for tile in self.tiles.drain(..) {
+            self.spare_costs.push(tile.cost);
+            self.spare_flows.push(tile.flow);
+        }
+        self.slot.fill(u32::MAX);
     }
 
     /// Copy every tile's flow bytes into `flow`, a field over the whole map, so a
@@ -408,7 +514,7 @@ impl FlowTiles {
             .is_some_and(|&s| s != u32::MAX)
     }
 
-    /// Bytes held by the tiles and the sector table.
+    /// Bytes held by the tiles, the buffers kept from dropped tiles and the sector table.
     pub fn memory_bytes(&self) -> usize {
         self.slot.len() * 4
             + self
@@ -416,6 +522,12 @@ impl FlowTiles {
                 .iter()
                 .map(|t| t.cost.len() * 8 + t.flow.len())
                 .sum::<usize>()
+            + self
+                .spare_costs
+                .iter()
+                .map(|c| c.capacity() * 8)
+                .sum::<usize>()
+            + self.spare_flows.iter().map(Vec::capacity).sum::<usize>()
     }
 
     /// Refuse a cost or flow field of another size than the tiles' map.
@@ -455,14 +567,15 @@ impl FlowTiles {
     /// (Re)build `sector`'s tile: Dijkstra inside it from the goal (if it is there) and from every
     /// cell of a built neighbouring tile that a legal step reaches, at that cell's cost plus the
     /// step's.
-    fn build_tile(&mut self, graph: &SectorGraph, cost: &CostField, sector: u32) {
+    fn build_tile(
+        &mut self,
+        graph: &SectorGraph,
+        cost: &CostField,
+        sector: u32,
+        prior: Option<&SectorFields>,
+    ) {
         let rect = graph.rect(sector);
-        let (costs, w, h, model) = (
-            cost.costs(),
-            graph.grid.width(),
-            graph.grid.height(),
-            graph.model,
-        );
+        let (costs, w, model) = (cost.costs(), graph.grid.width(), graph.model);
         self.seeds.clear();
         if sector == self.goal_sector {
             self.seeds.push((rect.local(self.goal.x, self.goal.y), 0));
@@ -470,37 +583,67 @@ impl FlowTiles {
         let outside = |x: u32, y: u32| {
             x < rect.x0 || y < rect.y0 || x >= rect.x0 + rect.w || y >= rect.y0 + rect.h
         };
-        // Each rim cell's best step out into a built tile: a seed, and the outside half of its
-        // arrow below.
+        // Each rim cell's best step out into a built tile (in `rim_cells` order): a seed, and
+        // the outside half of its arrow below.
         let mut exits = std::mem::take(&mut self.exits);
         exits.clear();
-        exits.resize((rect.w * rect.h) as usize, (FLOW_UNREACHABLE, u64::MAX));
         let mut seeds = std::mem::take(&mut self.seeds);
         let around = self.around(rect);
+        // A rim cell off a corner can step out only across its side: with no tile there, it
+        // has no exit.
+        let (up, down, left, right) = (
+            around[1].is_some(),
+            around[7].is_some(),
+            around[3].is_some(),
+            around[5].is_some(),
+        );
         for (lx, ly) in rim_cells(rect) {
-            let i = ly * rect.w + lx;
-            let (x, y) = (rect.x0 + lx, rect.y0 + ly);
-            if let Some((dir, value)) = Self::best_exit(model, costs, (w, h), rect, &around, x, y) {
-                seeds.push((i, value));
-                exits[i as usize] = (dir.index() as u8, value);
+            let (first_x, last_x) = (lx == 0, lx + 1 == rect.w);
+            let (first_y, last_y) = (ly == 0, ly + 1 == rect.h);
+            let corner = (first_x || last_x) && (first_y || last_y);
+            if !(corner
+                || (first_y && up)
+                || (last_y && down)
+                || (first_x && left)
+                || (last_x && right))
+            {
+                exits.push(NO_EXIT);
+                continue;
+            }
+            match Self::best_exit(model, costs, w, rect, &around, lx, ly) {
+                Some((dir, value)) => {
+                    seeds.push((ly * rect.w + lx, value));
+                    exits.push((dir.index() as u8, value));
+                }
+                None => exits.push(NO_EXIT),
             }
         }
         self.seeds = seeds;
-        let dist = self
-            .fields
-            .costs_to(costs, w, model, rect, &self.seeds)
-            .to_vec();
-        let base = model.base_costs();
+        let mut dist = self.spare_costs.pop().unwrap_or_default();
         let grid = Grid::new(rect.w, rect.h).expect("a sector is a valid grid");
         let mut inner = match self.inner_flow.take() {
             Some(f) if *f.grid() == grid => f,
             _ => FlowField::new(grid),
         };
-        let have_inner = self.fields.flow_into(&mut inner);
+        // The same request already answered (the route search's field of the goal's sector,
+        // before any tile beside it): its values and arrows; otherwise this tile's own search.
+        let have_inner = match prior.filter(|p| p.answers(costs, w, model, rect, &self.seeds)) {
+            Some(p) => {
+                dist.clear();
+                dist.extend_from_slice(p.last());
+                p.flow_into(&mut inner)
+            }
+            None => {
+                self.fields
+                    .costs_into(costs, w, model, rect, &self.seeds, &mut dist);
+                self.fields.flow_into(&mut inner)
+            }
+        };
+        let base = model.base_costs();
         // The arrow of one cell: the legal step whose cost plus the cost-to-goal beyond is
         // least (the first in direction order on a tie), inside the tile or into a built
         // neighbour.
-        let arrow = |lx: u32, ly: u32| -> u8 {
+        let arrow = |lx: u32, ly: u32, (out_dir, out_total): (u8, u64)| -> u8 {
             let (x, y) = (rect.x0 + lx, rect.y0 + ly);
             let here = costs[(y * w + x) as usize];
             if here == WALL {
@@ -514,7 +657,6 @@ impl FlowTiles {
             }
             // The best step out (found with the seeds), then those inside; on a tie the lower
             // direction.
-            let (out_dir, out_total) = exits[(ly * rect.w + lx) as usize];
             let mut best = (out_total, out_dir);
             for dir in Dir8::ALL {
                 let (dx, dy) = dir.offset();
@@ -547,10 +689,15 @@ impl FlowTiles {
             // On the rim the kernel saw only the steps inside (its best, or a sink where none
             // beats the cell's value, which then came from a step out): the better of that and
             // the best step out, the lower direction on a tie.
-            let mut flow = inner.cells.clone();
-            for (lx, ly) in rim_cells(rect) {
+            let mut flow = self.spare_flows.pop().unwrap_or_default();
+            flow.clear();
+            flow.extend_from_slice(&inner.cells);
+            for ((lx, ly), &exit) in rim_cells(rect).zip(&exits) {
                 let i = (ly * rect.w + lx) as usize;
-                let (out_dir, out_total) = exits[i];
+                if exit == NO_EXIT && inner.cells[i] < 8 {
+                    continue; // no step out: the kernel's arrow stands
+                }
+                let (out_dir, out_total) = exit;
                 let (x, y) = (rect.x0 + lx, rect.y0 + ly);
                 flow[i] = match inner.cells[i] {
                     d if d < 8 => {
@@ -565,16 +712,20 @@ impl FlowTiles {
                             out_dir
                         }
                     }
-                    FLOW_GOAL => arrow(lx, ly), // the goal, or a cell whose value came from outside
+                    FLOW_GOAL => arrow(lx, ly, exit), // the goal, or a value from outside
                     other => other,
                 };
             }
             flow
         } else {
-            (0..rect.h)
+            let mut flow: Vec<u8> = (0..rect.h)
                 .flat_map(|ly| (0..rect.w).map(move |lx| (lx, ly)))
-                .map(|(lx, ly)| arrow(lx, ly))
-                .collect()
+                .map(|(lx, ly)| arrow(lx, ly, NO_EXIT))
+                .collect();
+            for ((lx, ly), &exit) in rim_cells(rect).zip(&exits) {
+                flow[(ly * rect.w + lx) as usize] = arrow(lx, ly, exit);
+            }
+            flow
         };
         self.inner_flow = Some(inner);
         self.exits = exits;
@@ -588,7 +739,10 @@ impl FlowTiles {
                 self.slot[sector as usize] = self.tiles.len() as u32;
                 self.tiles.push(tile);
             }
-            s => self.tiles[s as usize] = tile,
+            s => {
+                let old = std::mem::replace(&mut self.tiles[s as usize], tile);
+                self.spare(old);
+            }
         }
     }
 
@@ -607,44 +761,57 @@ impl FlowTiles {
         })
     }
 
-    /// The cheapest legal step from map cell (x, y) of `rect`'s rim into a built tile beside
-    /// it (`around`, from [`FlowTiles::around`]), and its cost plus the cost-to-goal there.
+    /// The cheapest legal step from local cell (lx, ly) of `rect`'s rim into a built tile
+    /// beside it (`around`, from [`FlowTiles::around`]), and its cost plus the cost-to-goal
+    /// there. Only the steps that leave the rectangle are tried, in direction order (the first
+    /// wins a tie).
     fn best_exit(
         model: crate::cost::CostModel,
         costs: &[u8],
-        (w, h): (u32, u32),
+        w: u32,
         rect: Rect,
         around: &[Option<&Tile>; 9],
-        x: u32,
-        y: u32,
+        lx: u32,
+        ly: u32,
     ) -> Option<(Dir8, u64)> {
+        let (x, y) = (rect.x0 + lx, rect.y0 + ly);
         let here = costs[(y * w + x) as usize];
         if here == WALL {
             return None;
         }
-        let side = |v: u32, lo: u32, len: u32| {
-            if v < lo {
-                0
-            } else if v >= lo + len {
-                2
-            } else {
-                1
-            }
-        };
+        // Bit d: direction d leaves the rectangle (N, NE, NW up; SE, S, SW down; SW, W, NW
+        // left; NE, E, SE right).
+        let mut dirs = 0u8;
+        if ly == 0 {
+            dirs |= 0b1000_0011;
+        }
+        if ly + 1 == rect.h {
+            dirs |= 0b0011_1000;
+        }
+        if lx == 0 {
+            dirs |= 0b1110_0000;
+        }
+        if lx + 1 == rect.w {
+            dirs |= 0b0000_1110;
+        }
+        let open = |x: u32, y: u32| costs[(y * w + x) as usize] != WALL;
         let mut best: Option<(Dir8, u64)> = None;
-        for dir in Dir8::ALL {
-            let (dx, dy) = dir.offset();
-            let (nx, ny) = (x.wrapping_add_signed(dx), y.wrapping_add_signed(dy));
-            if nx >= w || ny >= h {
-                continue; // off the map (a step west of 0 wraps to a huge column)
-            }
-            let k = side(ny, rect.y0, rect.h) * 3 + side(nx, rect.x0, rect.w);
-            // The middle is this tile; a missing neighbour is off the map or not built.
-            let Some(tile) = around[k as usize].filter(|_| k != 4) else {
+        while dirs != 0 {
+            let d = dirs.trailing_zeros() as usize;
+            dirs &= dirs - 1;
+            let (tx, ty) = (lx as i32 + Dir8::DX[d], ly as i32 + Dir8::DY[d]);
+            let column = (tx >= 0) as usize + (tx >= rect.w as i32) as usize;
+            let row = (ty >= 0) as usize + (ty >= rect.h as i32) as usize;
+            // A missing neighbour is off the map or not built; a built one holds the target,
+            // so it and the two cells a diagonal passes between are on the map.
+            let Some(tile) = around[row * 3 + column] else {
                 continue;
             };
-            // (nx, ny) is on the map, so are the two cells a diagonal passes between.
-            let open = |x: u32, y: u32| costs[(y * w + x) as usize] != WALL;
+            let (nx, ny) = (
+                x.wrapping_add_signed(Dir8::DX[d]),
+                y.wrapping_add_signed(Dir8::DY[d]),
+            );
+            let dir = Dir8::ALL[d];
             if !open(nx, ny) || (dir.is_diagonal() && !(open(nx, y) && open(x, ny))) {
                 continue;
             }
@@ -658,6 +825,12 @@ impl FlowTiles {
             }
         }
         best
+    }
+
+    /// Keep a replaced tile's buffers for the next tiles built.
+    fn spare(&mut self, tile: Tile) {
+        self.spare_costs.push(tile.cost);
+        self.spare_flows.push(tile.flow);
     }
 }
 
