@@ -63,6 +63,77 @@ fn oracle_route_cost(
     total
 }
 
+/// The cost of a sector's cells to `to` inside that sector (the oracle over a crop of it), by
+/// cell of the map; `None` for cells of other sectors or not reached.
+fn inside_sector(
+    cost: &CostField,
+    graph: &SectorGraph,
+    to: UVec2,
+    model: CostModel,
+) -> impl Fn(UVec2) -> Option<u64> {
+    let side = graph.side();
+    let (x0, y0) = (to.x / side * side, to.y / side * side);
+    let (w, h) = (side.min(cost.width() - x0), side.min(cost.height() - y0));
+    let dist = reference_dijkstra(
+        &crop(cost, x0, y0, w, h),
+        &[UVec2::new(to.x - x0, to.y - y0)],
+        model,
+    );
+    move |c: UVec2| {
+        let inside = c.x >= x0 && c.y >= y0 && c.x < x0 + w && c.y < y0 + h;
+        inside
+            .then(|| dist[((c.y - y0) * w + c.x - x0) as usize])
+            .flatten()
+    }
+}
+
+/// The cheapest route from `start` to `goal` through the portal graph, by a plain Dijkstra
+/// written here: from the start to its sector's portals and from the goal's sector's portals
+/// to the goal by the oracle inside the sector, between portals along the graph's edges.
+fn cheapest_through_portals(
+    cost: &CostField,
+    graph: &SectorGraph,
+    start: UVec2,
+    goal: UVec2,
+    model: CostModel,
+) -> u64 {
+    use std::cmp::Reverse;
+    let n = graph.node_count();
+    let (start_v, goal_v) = (n, n + 1);
+    let to_goal = inside_sector(cost, graph, goal, model);
+    let mut edges: Vec<Vec<(usize, u64)>> = (0..n).map(|v| graph.edges(v).collect()).collect();
+    edges.push(Vec::new());
+    for v in 0..n {
+        let cell = graph.node_cell(v);
+        if graph.sector_of(cell) == graph.sector_of(start)
+            && let Some(d) = inside_sector(cost, graph, cell, model)(start)
+        {
+            edges[start_v].push((v, d));
+        }
+        if let Some(d) = to_goal(cell) {
+            edges[v].push((goal_v, d));
+        }
+    }
+    if let Some(d) = to_goal(start) {
+        edges[start_v].push((goal_v, d));
+    }
+    let mut dist = vec![u64::MAX; n + 2];
+    let mut heap = std::collections::BinaryHeap::from([Reverse((0u64, start_v))]);
+    dist[start_v] = 0;
+    while let Some(Reverse((d, v))) = heap.pop() {
+        if d > dist[v] || v == goal_v {
+            continue;
+        }
+        for &(to, c) in &edges[v] {
+            if d + c < dist[to] {
+                dist[to] = d + c;
+                heap.push(Reverse((d + c, to)));
+            }
+        }
+    }
+    dist[goal_v]
+}
+
 /// Check every arrow of every built tile against the rule, with the oracle's steps and prices:
 /// inside a tile's rim, the legal step whose price plus the cost to the goal beyond is least,
 /// the lowest direction on a tie; on the rim (whose steps may lead into tiles built later,
@@ -197,6 +268,7 @@ proptest! {
             prop_assert_eq!(route.waypoints.first(), Some(&start));
             prop_assert_eq!(route.waypoints.last(), Some(&goal));
             prop_assert_eq!(oracle_route_cost(&cost, &graph, &route.waypoints, model), route.cost);
+            prop_assert_eq!(route.cost, cheapest_through_portals(&cost, &graph, start, goal, model));
             if side >= cost.width().max(cost.height()) {
                 // One sector: the route is the best path itself.
                 prop_assert_eq!(route.cost, optimal);

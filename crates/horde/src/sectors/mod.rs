@@ -769,24 +769,31 @@ impl SectorGraph {
     pub fn edges(&self, node: usize) -> impl Iterator<Item = (usize, u64)> + '_ {
         let (s, k) = self.locate(node);
         let mut out = Vec::new();
-        self.for_each_edge(s, k, |to, _, _, c| out.push((to as usize, c)));
+        self.for_each_edge(s, k, true, |to, _, _, c| out.push((to as usize, c)));
         out.into_iter()
     }
 
-    /// Call `f(node, sector, cell, cost)` for each edge leaving the `k`th node of sector `s`:
-    /// the search's inner loop, which knows each node's sector and so needs no lookup for it.
+    /// Call `f(node, sector, cell, cost)` for each edge leaving the `k`th node of sector `s`
+    /// (those inside the sector only if `inside`): the search's inner loop, which knows each
+    /// node's sector and so needs no lookup for it.
     #[inline]
-    fn for_each_edge(&self, s: usize, k: usize, mut f: impl FnMut(u32, u32, u32, u64)) {
+    fn for_each_edge(
+        &self,
+        s: usize,
+        k: usize,
+        inside: bool,
+        mut f: impl FnMut(u32, u32, u32, u64),
+    ) {
         let part = &self.parts[s];
         let n = part.nodes.len();
         let base = self.node_base[s];
-        if part.wide.is_empty() {
+        if inside && part.wide.is_empty() {
             for (m, &c) in part.cost[k * n..(k + 1) * n].iter().enumerate() {
                 if m != k && c != u32::MAX {
                     f(base + m as u32, s as u32, part.nodes[m], c as u64);
                 }
             }
-        } else {
+        } else if inside {
             for (m, &c) in part.wide[k * n..(k + 1) * n].iter().enumerate() {
                 if m != k && c != u64::MAX {
                     f(base + m as u32, s as u32, part.nodes[m], c);

@@ -36,8 +36,8 @@ const ACTIVE_LANDMARKS: usize = 3;
 const WEIGHT_ONE: u64 = 16;
 
 /// Reusable scratch for route queries over one or more [`SectorGraph`]s: after the first query
-/// on a graph, nothing allocates. Memory: 36 bytes per graph node, plus 8 bytes per cell of a
-/// sector for the searches inside the end sectors.
+/// on a graph, nothing allocates. Memory: 44 bytes per graph node, plus about 40 bytes per cell
+/// of a sector for the searches inside the end sectors (the goal's kept for the tiles).
 #[derive(Debug, Default, Clone)]
 pub struct RouteSearch {
     local: LocalSearch,
@@ -57,6 +57,8 @@ pub struct RouteSearch {
     /// Per vertex: its sector, known when it is reached.
     sector: Vec<u32>,
     parent: Vec<u32>,
+    /// Per vertex: its heuristic (unweighted), valid with its cost.
+    h_of: Vec<u64>,
     /// Per node: its cost to the goal inside the goal's sector, valid when stamped.
     to_goal: Vec<u64>,
     to_goal_stamp: Vec<u32>,
@@ -372,11 +374,24 @@ impl RouteSearch {
             }
             let s = self.sector[v as usize] as usize;
             let k = v as usize - graph.nodes_of(s as u32).start;
-            graph.for_each_edge(s, k, |to, sector, cell, c| {
+            // Reached from inside its sector (from a node there, or from the start): the
+            // sector's other nodes were offered no more than through it, as the costs inside
+            // a sector are its shortest paths (the triangle inequality), so only its crossings
+            // can improve anything.
+            let parent = self.parent[v as usize];
+            let inside = !(parent == start_v
+                || (parent < graph_nodes && self.sector[parent as usize] as usize == s));
+            graph.for_each_edge(s, k, inside, |to, sector, cell, c| {
                 debug_assert!(to < graph_nodes);
-                // The heuristic only for a vertex this edge improves: most do not.
+                // The heuristic only for a vertex this edge improves (most do not), and once
+                // per vertex.
                 if self.improves(to, g + c) {
-                    self.relax(to, sector, h(to, sector, cell), g + c, v);
+                    let h = if self.g_stamp[to as usize] == self.generation {
+                        self.h_of[to as usize]
+                    } else {
+                        h(to, sector, cell)
+                    };
+                    self.relax(to, sector, h, g + c, v);
                 }
             });
         }
@@ -426,6 +441,7 @@ impl RouteSearch {
             self.closed_stamp.resize(vertices, 0);
             self.sector.resize(vertices, 0);
             self.parent.resize(vertices, 0);
+            self.h_of.resize(vertices, 0);
             self.to_goal.resize(vertices, 0);
             self.to_goal_stamp.resize(vertices, 0);
         }
@@ -466,6 +482,7 @@ impl RouteSearch {
         }
         self.settle(v, g, parent);
         self.sector[v as usize] = sector;
+        self.h_of[v as usize] = h;
         let h = if self.weight > WEIGHT_ONE {
             h * self.weight / WEIGHT_ONE
         } else {
