@@ -221,6 +221,19 @@ pub struct IntegrationBuilder {
     walk_skip_size: (usize, usize),
 }
 
+/// What an [`IntegrationBuilder`] has learned from its last builds of one size about which
+/// way suits them (how many to send straight to the wave, hand-overs in a row, how many waves
+/// go without walks along corridors). A caller that builds several regions of one size in
+/// turn (the sectors' tiles) keeps one per region, so a maze-like sector does not send its
+/// open neighbours to the wave, nor they it back to the sweeps. 12 bytes.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BuildMemory {
+    /// Builds left to send straight to the wave.
+    pub(crate) skip: u32,
+    handovers: u32,
+    walk_skip: u32,
+}
+
 /// Padded cells per bit of [`IntegrationBuilder`]'s footprint.
 pub(crate) const TOUCHED_BLOCK: usize = 16;
 
@@ -341,6 +354,31 @@ impl IntegrationBuilder {
         self.start(cost, goals, model)?;
         self.advance(usize::MAX)?;
         self.finish_into(out)
+    }
+
+    /// What the builder has learned about builds over a `grid` of this size (see
+    /// [`BuildMemory`]).
+    pub(crate) fn memory(&self, grid: Grid) -> BuildMemory {
+        let size = (grid.width() as usize + 2, grid.height() as usize);
+        let (skip, handovers) = self.sweep.history(size);
+        BuildMemory {
+            skip,
+            handovers,
+            walk_skip: if self.walk_skip_size == size {
+                self.walk_skip
+            } else {
+                0
+            },
+        }
+    }
+
+    /// Build the next grids of this size as if `memory` were what the builder had learned.
+    pub(crate) fn set_memory(&mut self, grid: Grid, memory: BuildMemory) {
+        let size = (grid.width() as usize + 2, grid.height() as usize);
+        self.sweep
+            .set_history(size, (memory.skip, memory.handovers));
+        self.walk_skip = memory.walk_skip;
+        self.walk_skip_size = size;
     }
 
     /// Turn the row sweeps off (`false`) or back on: with them off every build runs the

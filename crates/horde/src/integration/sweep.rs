@@ -161,6 +161,23 @@ impl SweepScratch {
         self.skip
     }
 
+    /// The hand-over history (builds left to skip, hand-overs in a row) for maps of `size`,
+    /// zero if it is another size's.
+    pub(crate) fn history(&self, size: (usize, usize)) -> (u32, u32) {
+        if self.skip_size == size {
+            (self.skip, self.handovers)
+        } else {
+            (0, 0)
+        }
+    }
+
+    /// Take up a history kept by [`SweepScratch::history`] for maps of `size`.
+    pub(crate) fn set_history(&mut self, size: (usize, usize), (skip, handovers): (u32, u32)) {
+        self.skip_size = size;
+        self.skip = skip;
+        self.handovers = handovers;
+    }
+
     /// Columns swept so far in this build.
     pub(crate) fn cursor_work(&self) -> u64 {
         self.cursor.work

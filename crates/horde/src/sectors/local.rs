@@ -3,14 +3,14 @@
 //! stepped from, no squeezing past wall corners).
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
 use glam::UVec2;
 
 use crate::cost::{CostModel, WALL};
 use crate::flow::FlowField;
 use crate::grid::{Dir8, Grid};
-use crate::integration::{IntegrationBuilder, IntegrationField, UNREACHABLE};
+use crate::integration::{BuildMemory, IntegrationBuilder, IntegrationField, UNREACHABLE};
 
 /// A sector's rectangle on the map: `x0..x0 + w`, `y0..y0 + h`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -236,7 +236,8 @@ impl LocalSearch {
 /// to a [`LocalSearch`] when the values would not fit its 32 bits. Reused between sectors.
 ///
 /// Memory: about 14 bytes per cell of the largest sector: the builder's padded copy (5), the
-/// field (4), the costs (1) and the 64-bit result (8) share the same few kilobytes per sector.
+/// field (4), the costs (1) and the 64-bit result (8) share the same few kilobytes per sector;
+/// and about 40 bytes per sector built (what the builder learned there, in a map).
 #[derive(Debug, Default, Clone)]
 pub(crate) struct SectorFields {
     builder: IntegrationBuilder,
@@ -251,6 +252,10 @@ pub(crate) struct SectorFields {
     /// can tell they are still right for it.
     remember: bool,
     asked: Option<Asked>,
+    /// Per sector (by its rectangle's corner): what the builder learned from building it, so
+    /// each sector's builds go the way that suited it (sweeps or wave) whatever its neighbours
+    /// are like. 12 bytes and a map entry per sector built.
+    memory: HashMap<(u32, u32), BuildMemory>,
 }
 
 /// [`SectorFields::remembering`], as a default.
@@ -409,6 +414,8 @@ impl SectorFields {
             Some(f) if *f.grid() == grid && f.model() == model => f,
             slot => slot.insert(IntegrationField::new(grid, model)),
         };
+        let learned = self.memory.entry((rect.x0, rect.y0)).or_default();
+        self.builder.set_memory(grid, *learned);
         let built = self
             .builder
             .start_seeded_window(
@@ -420,6 +427,7 @@ impl SectorFields {
             )
             .and_then(|()| self.builder.advance(usize::MAX))
             .and_then(|_| self.builder.finish_into(field));
+        *learned = self.builder.memory(grid);
         if built.is_err() {
             return false;
         }
@@ -450,6 +458,52 @@ mod tests {
             })
             .collect();
         (costs, w, rows.len() as u32)
+    }
+
+    #[test]
+    fn each_sector_keeps_its_own_choice_of_sweeps_or_wave() {
+        // Two 32 x 32 sectors side by side: a serpentine of one-cell corridors (the sweeps
+        // need a round per bend and hand it to the wave) and open ground (swept at once).
+        let (w, h, side) = (64u32, 32u32, 32u32);
+        let mut costs = vec![1u8; (w * h) as usize];
+        for x in (1..side).step_by(2) {
+            let gap = if x % 4 == 1 { h - 1 } else { 0 };
+            for y in (0..h).filter(|&y| y != gap) {
+                costs[(y * w + x) as usize] = WALL;
+            }
+        }
+        let maze = Rect {
+            x0: 0,
+            y0: 0,
+            w: side,
+            h,
+        };
+        let open = Rect {
+            x0: side,
+            y0: 0,
+            w: side,
+            h,
+        };
+        let mut fields = SectorFields::default();
+        let mut reference = LocalSearch::default();
+        for round in 0..3 {
+            for (rect, seed) in [(maze, 0), (open, 5 * side + 7)] {
+                for model in [CostModel::TenFourteen, CostModel::Octile] {
+                    let got = fields
+                        .costs_to(&costs, w, model, rect, &[(seed, 0)])
+                        .to_vec();
+                    reference.run_seeded(&costs, w, model, rect, &[(seed, 0)]);
+                    assert_eq!(got, reference.dists(), "round {round}");
+                }
+            }
+            let grid = Grid::new(side, h).unwrap();
+            let learned = |r: Rect| fields.memory[&(r.x0, r.y0)];
+            // The maze was handed to the wave and waits before the sweeps are tried again;
+            // the open sector, built right after it, still goes to the sweeps.
+            assert!(learned(maze).skip > 0, "round {round}");
+            assert_eq!(learned(open).skip, 0, "round {round}");
+            assert_eq!(fields.builder.memory(grid), learned(open));
+        }
     }
 
     #[test]
