@@ -34,7 +34,8 @@ pub struct Args {
     weight: f32,
     /// With `--route`: answer the same queries, in the same run, with horde's own A* and with
     /// the `pathfinding` crate's `astar` (a build with `--features peers`), and report the
-    /// queries per second of each and the speed-ups.
+    /// queries per second of each and the speed-ups. The three take turns, 64 queries at a
+    /// time, so a change in the machine's speed weighs on all three alike.
     #[arg(long, requires = "route")]
     compare: bool,
     /// Sector side for `--route`, 8 to 256.
@@ -160,65 +161,81 @@ fn run_routes(a: &Args, cost: &CostField, scen: &[Scenario]) -> Result<ExitCode>
     // One set of tiles, sent to each query's goal in turn, so its buffers are reused.
     let mut tiles: Option<FlowTiles> = None;
     let pb = progress(scen.len() as u64, "scenarios");
-    let started = Instant::now();
-    for (k, s) in scen.iter().enumerate() {
-        let from = UVec2::new(s.start.0, s.start.1);
-        let to = UVec2::new(s.goal.0, s.goal.1);
-        let walked = match search.route(&graph, cost, from, to) {
-            Ok(Some(route)) => {
-                let tiles = match &mut tiles {
-                    Some(t) => {
-                        t.set_goal(&graph, cost, to)?;
-                        t
-                    }
-                    None => tiles.insert(FlowTiles::new(&graph, cost, to)?),
-                };
-                tiles_built += tiles.extend_reusing(&graph, cost, &route, &search)?;
-                crate::route::follow(cost, tiles, from, model)
-                    .ok()
-                    .map(|w| crate::route::units(model, w.cost))
-            }
-            Ok(None) => None,
-            Err(e) => bail!("{}:{}: {e}", a.scen, s.line),
-        };
-        match walked {
-            None => {
-                unreached += 1;
-                if first_bad.len() < 10 {
-                    first_bad.push(format!(
-                        "line {}: ({},{}) -> ({},{}) not reached (optimal {})",
-                        s.line, s.start.0, s.start.1, s.goal.0, s.goal.1, s.optimal
-                    ));
+    // With `--compare` the three ways take turns, a chunk of queries each, so the machine's
+    // drifting speed weighs on them alike; the time of each is summed over its turns.
+    let chunk = if a.compare {
+        COMPARE_CHUNK
+    } else {
+        scen.len().max(1)
+    };
+    let mut peers = a.compare.then(PeerClock::default);
+    if let Some(clock) = &mut peers {
+        // Refused at once by a build without the peers.
+        compare_searches(a, cost, &[], clock)?;
+    }
+    let mut secs = 0.0;
+    let begun = Instant::now();
+    for (c, part) in scen.chunks(chunk).enumerate() {
+        let started = Instant::now();
+        for (k, s) in part.iter().enumerate() {
+            let k = c * chunk + k;
+            let from = UVec2::new(s.start.0, s.start.1);
+            let to = UVec2::new(s.goal.0, s.goal.1);
+            let walked = match search.route(&graph, cost, from, to) {
+                Ok(Some(route)) => {
+                    let tiles = match &mut tiles {
+                        Some(t) => {
+                            t.set_goal(&graph, cost, to)?;
+                            t
+                        }
+                        None => tiles.insert(FlowTiles::new(&graph, cost, to)?),
+                    };
+                    tiles_built += tiles.extend_reusing(&graph, cost, &route, &search)?;
+                    crate::route::follow(cost, tiles, from, model)
+                        .ok()
+                        .map(|w| crate::route::units(model, w.cost))
                 }
-            }
-            Some(got) => {
-                if got < s.optimal - s.tolerance() {
-                    below += 1;
+                Ok(None) => None,
+                Err(e) => bail!("{}:{}: {e}", a.scen, s.line),
+            };
+            match walked {
+                None => {
+                    unreached += 1;
                     if first_bad.len() < 10 {
                         first_bad.push(format!(
-                            "line {}: ({},{}) -> ({},{}) cost {got:.8} below the optimum {}",
+                            "line {}: ({},{}) -> ({},{}) not reached (optimal {})",
                             s.line, s.start.0, s.start.1, s.goal.0, s.goal.1, s.optimal
                         ));
                     }
                 }
-                if s.optimal > 0.0 {
-                    excess.push((got / s.optimal - 1.0).max(0.0));
+                Some(got) => {
+                    if got < s.optimal - s.tolerance() {
+                        below += 1;
+                        if first_bad.len() < 10 {
+                            first_bad.push(format!(
+                                "line {}: ({},{}) -> ({},{}) cost {got:.8} below the optimum {}",
+                                s.line, s.start.0, s.start.1, s.goal.0, s.goal.1, s.optimal
+                            ));
+                        }
+                    }
+                    if s.optimal > 0.0 {
+                        excess.push((got / s.optimal - 1.0).max(0.0));
+                    }
                 }
             }
+            if k % 64 == 0 {
+                pb.set_position(k as u64);
+                reveal_after_a_second(&pb, begun);
+            }
         }
-        if k % 64 == 0 {
-            pb.set_position(k as u64);
-            reveal_after_a_second(&pb, started);
+        secs += started.elapsed().as_secs_f64();
+        if let Some(clock) = &mut peers {
+            compare_searches(a, cost, part, clock)?;
         }
     }
     pb.finish_and_clear();
-    let secs = started.elapsed().as_secs_f64();
     let qps = scen.len() as f64 / secs.max(1e-9);
-    let peers = if a.compare {
-        Some(compare_searches(a, cost, scen)?)
-    } else {
-        None
-    };
+    let peers = peers.map(|clock| clock.rates(scen.len()));
     excess.sort_by(f64::total_cmp);
     let mean = excess.iter().sum::<f64>() / excess.len().max(1) as f64;
     let p95 = excess
@@ -300,10 +317,36 @@ struct Peers {
     pathfinding_qps: f64,
 }
 
+/// Queries `--compare` answers one way before the next way takes its turn.
+const COMPARE_CHUNK: usize = 64;
+
+/// Seconds each plain search has spent so far, over its turns.
+#[derive(Default)]
+struct PeerClock {
+    #[cfg_attr(not(feature = "peers"), allow(dead_code))]
+    astar: AStar,
+    astar_secs: f64,
+    pathfinding_secs: f64,
+}
+
+impl PeerClock {
+    fn rates(&self, queries: usize) -> Peers {
+        Peers {
+            astar_qps: queries as f64 / self.astar_secs.max(1e-9),
+            pathfinding_qps: queries as f64 / self.pathfinding_secs.max(1e-9),
+        }
+    }
+}
+
 /// `--compare`: the same queries through horde's A* and `pathfinding::astar`, each checked
 /// against the published optimum.
 #[cfg(feature = "peers")]
-fn compare_searches(a: &Args, cost: &CostField, scen: &[Scenario]) -> Result<Peers> {
+fn compare_searches(
+    a: &Args,
+    cost: &CostField,
+    scen: &[Scenario],
+    clock: &mut PeerClock,
+) -> Result<()> {
     let model = CostModel::Octile;
     let check = |s: &Scenario, raw: Option<u32>, who: &str| -> Result<()> {
         let got = raw.map_or(f64::INFINITY, |r| model.to_cost(r));
@@ -323,14 +366,13 @@ fn compare_searches(a: &Args, cost: &CostField, scen: &[Scenario]) -> Result<Pee
             UVec2::new(s.goal.0, s.goal.1),
         )
     };
-    let mut astar = AStar::new();
     let started = Instant::now();
     for s in scen {
         let (from, to) = cells(s);
-        let raw = astar.search(cost, from, to, model)?;
+        let raw = clock.astar.search(cost, from, to, model)?;
         check(s, raw, "horde's A*")?;
     }
-    let astar_qps = scen.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
+    clock.astar_secs += started.elapsed().as_secs_f64();
     let started = Instant::now();
     for s in scen {
         let (from, to) = cells(s);
@@ -340,15 +382,12 @@ fn compare_searches(a: &Args, cost: &CostField, scen: &[Scenario]) -> Result<Pee
             "pathfinding::astar",
         )?;
     }
-    let pathfinding_qps = scen.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
-    Ok(Peers {
-        astar_qps,
-        pathfinding_qps,
-    })
+    clock.pathfinding_secs += started.elapsed().as_secs_f64();
+    Ok(())
 }
 
 #[cfg(not(feature = "peers"))]
-fn compare_searches(_: &Args, _: &CostField, _: &[Scenario]) -> Result<Peers> {
+fn compare_searches(_: &Args, _: &CostField, _: &[Scenario], _: &mut PeerClock) -> Result<()> {
     bail!(
         "--compare needs the pathfinding crate: build with --features peers \
 (cargo run --release -p horde-cli --features peers -- scen ... --route --compare)"
