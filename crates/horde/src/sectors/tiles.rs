@@ -712,6 +712,16 @@ impl FlowTiles {
                             out_dir
                         }
                     }
+                    // A sink of the kernel: no step inside reaches the goal for the cell's
+                    // value or less. Its value is its step out's total (unless it is the
+                    // goal), so that step is its arrow.
+                    FLOW_GOAL
+                        if exit != NO_EXIT
+                            && dist[i] == out_total
+                            && (sector != self.goal_sector || UVec2::new(x, y) != self.goal) =>
+                    {
+                        out_dir
+                    }
                     FLOW_GOAL => arrow(lx, ly, exit), // the goal, or a value from outside
                     other => other,
                 };
