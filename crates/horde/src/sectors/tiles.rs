@@ -25,8 +25,9 @@ struct Tile {
 /// join. Following the arrows from any cell with a finite cost reaches the goal, and the cost to
 /// the goal drops at every step (arrows never loop, within a tile or across tiles).
 ///
-/// Memory: 9 bytes per cell of each tile built (side² cells per tile) and 4 bytes per sector of
-/// the map, plus the scratch of one sector's search.
+/// Memory: 9 bytes per cell of each tile built (side² cells per tile; a dropped tile's buffers
+/// are kept for the next tiles) and 4 bytes per sector of the map, plus the scratch of one
+/// sector's search (about 40 bytes more per sector built: which way its builds went).
 #[derive(Debug, Clone)]
 pub struct FlowTiles {
     goal: UVec2,
