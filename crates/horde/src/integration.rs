@@ -24,6 +24,12 @@
 //! in one walk instead of queueing each (a maze's cells are nine in ten corridor cells). Where
 //! a wave finds few corridors, the next one-shot waves of that size skip the walks.
 //!
+//! The wave reads a cell's legal steps (the corner rule applied) from one byte per cell instead
+//! of the eight cells around it. The bytes are worked out when a wave first needs them and kept
+//! while the map stays the same: a builder that builds field after field over one map (one per
+//! goal) finds its rows unchanged as it copies them in, and works out again only the rows around
+//! those that changed.
+//!
 //! All scratch memory lives in an [`IntegrationBuilder`] that is reused from build to build: after
 //! the first build of a map size, building another field allocates nothing.
 
@@ -185,8 +191,9 @@ pub struct WaveStats {
 
 /// Reusable scratch memory for building integration (and then flow) fields.
 ///
-/// Memory: 5 bytes per cell of the padded grid `(width + 2) × (height + 2)`: a copy of the costs
-/// with a wall border (so no loop needs bounds tests) and the working distances (4); plus the
+/// Memory: 6 bytes per cell of the padded grid `(width + 2) × (height + 2)`: a copy of the costs
+/// with a wall border (so no loop needs bounds tests), each cell's legal steps (a byte, for the
+/// wave) and the working distances (4); plus the
 /// sweeps' bookkeeping (a bit per 16 cells and pass direction: 1/64 byte per cell), the wave's
 /// footprint (a bit per 16 cells: 1/128 byte per cell), a row of candidates, two rows per thread
 /// for parallel sweeps, and the wave's bucket queue (at least 64 buckets, each keeping the
@@ -219,6 +226,12 @@ pub struct IntegrationBuilder {
     /// and caves, where the test for corridors costs more than the walks save).
     walk_skip: u32,
     walk_skip_size: (usize, usize),
+    /// The legal steps of every padded cell as a bit per direction (`MOVE_BITS` order, the
+    /// corner rule applied; 0 on walls), worked out from `costs` for the wave, which then reads
+    /// one byte per cell instead of the eight around it.
+    moves: Vec<u8>,
+    /// Padded rows `lo..hi` whose costs changed since `moves` was worked out.
+    moves_stale: (usize, usize),
 }
 
 /// What an [`IntegrationBuilder`] has learned from its last builds of one size about which
@@ -545,6 +558,7 @@ impl IntegrationBuilder {
         }
         if !self.wave.done && budget > 0 {
             if !self.wave.ran {
+                self.update_moves();
                 // A wave in one call (a one-shot build, or a sweep handed over within one) walks
                 // corridors, unless one lately found few; its budget is then usize::MAX less the
                 // sweeps' work.
@@ -665,6 +679,9 @@ impl IntegrationBuilder {
             self.touched_valid = false;
             self.costs.clear();
             self.costs.resize(plen, WALL);
+            self.moves.clear();
+            self.moves.resize(plen, 0);
+            self.moves_stale = (1, h + 1);
         }
         self.width = w;
         self.height = h;
@@ -678,7 +695,14 @@ impl IntegrationBuilder {
         for y in 0..h {
             let row = &costs[y * stride..y * stride + w];
             let dst = (y + 1) * pw + 1;
-            self.costs[dst..dst + w].copy_from_slice(row);
+            let mine = &mut self.costs[dst..dst + w];
+            // Building again over the same map (many goals, one map) leaves the rows as they
+            // were, and with them the legal steps worked out for the last wave.
+            if mine != row {
+                mine.copy_from_slice(row);
+                let (lo, hi) = self.moves_stale;
+                self.moves_stale = (lo.min(y + 1), hi.max(y + 2));
+            }
             let end = dst + w;
             if end - group >= MAX_TERRAIN_GROUP || y + 1 == h {
                 top = top.max(max_walkable(&self.costs[group..end]));
@@ -687,6 +711,25 @@ impl IntegrationBuilder {
         }
         self.max_terrain = top;
         self.dist.resize(plen, UNREACHABLE);
+    }
+
+    /// Work out the legal steps of the rows around those whose costs changed.
+    fn update_moves(&mut self) {
+        let (lo, hi) = self.moves_stale;
+        if lo >= hi {
+            return;
+        }
+        self.moves_stale = (usize::MAX, 0);
+        let pw = self.padded_width;
+        let (first, last) = (lo.saturating_sub(1).max(1), (hi + 1).min(self.height + 1));
+        for y in first..last {
+            let (up, here, down) = (
+                &self.costs[(y - 1) * pw..y * pw],
+                &self.costs[y * pw..(y + 1) * pw],
+                &self.costs[(y + 1) * pw..(y + 2) * pw],
+            );
+            moves_of_row(up, here, down, &mut self.moves[y * pw..(y + 1) * pw]);
+        }
     }
 
     /// Distances as the wave starts them: every cell unreachable. Walls keep that value through
@@ -804,6 +847,8 @@ impl IntegrationBuilder {
         let st = &mut self.wave;
         let (shift, mask, limit) = (st.shift, st.mask, st.limit);
         let costs = &self.costs[..];
+        let moves = &self.moves[..];
+        let ends = corridor_ends(pw);
         let dist = &mut self.dist[..];
         let buckets = &mut self.buckets[..mask + 1];
         let touched = &mut self.touched[..];
@@ -862,6 +907,7 @@ impl IntegrationBuilder {
                 horizon: (k as u64 + mask as u64 + 1).min(u32::MAX as u64) as u32,
                 limit,
                 walked: Cell::new(0),
+                ends,
             };
             while st.cursor < st.current_len {
                 if left == 0 {
@@ -887,6 +933,7 @@ impl IntegrationBuilder {
                 }
                 let mut queue = Queue::<UNIFORM, WALKS> {
                     costs,
+                    moves,
                     dist: &mut *dist,
                     buckets: &mut *buckets,
                     touched: &mut *touched,
@@ -911,6 +958,27 @@ impl IntegrationBuilder {
     }
 }
 
+/// The legal steps of the cells of padded row `here` (between rows `up` and `down`): bit 0 north,
+/// 1 east, 2 south, 3 west, 4 north-east, 5 south-east, 6 south-west, 7 north-west. The first
+/// and last cells (the wall border) are left alone.
+fn moves_of_row(up: &[u8], here: &[u8], down: &[u8], out: &mut [u8]) {
+    let open = |v: u8| (v != WALL) as u8;
+    for x in 1..here.len() - 1 {
+        let (n, e, s, w) = (
+            open(up[x]),
+            open(here[x + 1]),
+            open(down[x]),
+            open(here[x - 1]),
+        );
+        let ne = n & e & open(up[x + 1]);
+        let se = s & e & open(down[x + 1]);
+        let sw = s & w & open(down[x - 1]);
+        let nw = n & w & open(up[x - 1]);
+        let m = n | e << 1 | s << 2 | w << 3 | ne << 4 | se << 5 | sw << 6 | nw << 7;
+        out[x] = m * open(here[x]);
+    }
+}
+
 /// A one-shot wave whose walks gave values to fewer than one cell in this many of those it
 /// reached sends the next one-shot waves of its size without walks (`sweep::RETRY_AFTER` of
 /// them): on open rooms joined by doors (8room_000: 3 % corridor cells) the wave with walks was
@@ -927,6 +995,7 @@ const MIN_BUCKETS: usize = 64;
 /// Relaxation of an expanded cell's open neighbours into the bucket queue.
 struct Queue<'a, const UNIFORM: bool, const WALKS: bool> {
     costs: &'a [u8],
+    moves: &'a [u8],
     dist: &'a mut [u32],
     buckets: &'a mut [Bucket],
     touched: &'a mut [u64],
@@ -936,18 +1005,6 @@ struct Queue<'a, const UNIFORM: bool, const WALKS: bool> {
     /// Cells given their first value (counted with `WALKS` only).
     reached: usize,
     walks: &'a Walks,
-}
-
-/// [`Queue::expand_near_corridor`]: the cells pushed and reached.
-#[inline(never)]
-fn corridor_expansion<const UNIFORM: bool>(
-    mut queue: Queue<'_, UNIFORM, true>,
-    d: u32,
-    c: usize,
-    straight_ok: [bool; 4],
-) -> (usize, usize) {
-    queue.relax_all::<true>(d, c, straight_ok);
-    (queue.pushed, queue.reached)
 }
 
 /// What walks along corridors need (read only when there is a corridor).
@@ -962,90 +1019,62 @@ struct Walks {
     limit: u32,
     /// Cells given values by walks (counted out of the hot loop's way).
     walked: Cell<usize>,
+    /// For each corridor's legal steps `m`, the sum of the offsets of its two steps (twice the
+    /// one step of a dead end), wrapping: the step on from `j` away from `from` is then
+    /// `2j + ends[m] − from`, without a branch on which side `from` is.
+    ends: [usize; 16],
+}
+
+/// [`Walks::ends`] for padded width `pw`.
+fn corridor_ends(pw: usize) -> [usize; 16] {
+    let offsets = [pw.wrapping_neg(), 1, pw, 1usize.wrapping_neg()];
+    let mut ends = [0usize; 16];
+    for (m, end) in ends.iter_mut().enumerate() {
+        let mut bits = (0..4).filter(|b| m & 1 << b != 0).map(|b| offsets[b]);
+        if let Some(first) = bits.next() {
+            *end = first.wrapping_add(bits.next().unwrap_or(first));
+        }
+    }
+    ends
 }
 
 impl<const UNIFORM: bool, const WALKS: bool> Queue<'_, UNIFORM, WALKS> {
     /// Expand cell `c` at its final value `d`: offer each legal step's cell its value.
     #[inline(always)]
     fn expand(&mut self, d: u32, c: usize) {
-        let (costs, pw) = (self.costs, self.walks.pw);
-        let n_ok = costs[c - pw] != WALL;
-        let e_ok = costs[c + 1] != WALL;
-        let s_ok = costs[c + pw] != WALL;
-        let w_ok = costs[c - 1] != WALL;
-        // A corridor cell (at most two straight steps, and no diagonal: see `corridor_step`)
-        // walks on along its corridor (out of line). Open ground and rooms skip the test; a
-        // corridor entered from them is queued, and walked when its first cell is expanded.
-        let corner = |a: bool, b: bool, j: usize| a & b && costs[j] != WALL;
-        if WALKS
-            && (n_ok as u8 + e_ok as u8 + s_ok as u8 + w_ok as u8) <= 2
-            && !(corner(n_ok, e_ok, c - pw + 1)
-                || corner(e_ok, s_ok, c + pw + 1)
-                || corner(s_ok, w_ok, c + pw - 1)
-                || corner(w_ok, n_ok, c - pw - 1))
-        {
-            self.expand_near_corridor(d, c, [n_ok, e_ok, s_ok, w_ok]);
-        } else {
-            self.relax_all::<false>(d, c, [n_ok, e_ok, s_ok, w_ok]);
-        }
+        // With walks, every improved neighbour that is a corridor cell (at most two legal
+        // steps, all straight: see `corridor_step`) is walked along at once rather than queued.
+        self.relax_all::<WALKS>(d, c, self.moves[c]);
     }
 
-    /// Out of line, on a queue of its own: a call with `self` would keep the hot loop's queue
-    /// in memory rather than in registers.
+    /// Offer the cells of `c`'s legal steps (`m`, see `moves_of_row`).
     #[inline(always)]
-    fn expand_near_corridor(&mut self, d: u32, c: usize, straight_ok: [bool; 4]) {
-        let (pushed, reached) = corridor_expansion(self.fresh(), d, c, straight_ok);
-        self.pushed += pushed;
-        self.reached += reached;
-    }
-
-    /// A queue of its own over the same buffers (its counts start at 0), to pass by value.
-    #[inline(always)]
-    fn fresh(&mut self) -> Queue<'_, UNIFORM, true> {
-        Queue {
-            costs: self.costs,
-            dist: &mut *self.dist,
-            buckets: &mut *self.buckets,
-            touched: &mut *self.touched,
-            shift: self.shift,
-            mask: self.mask,
-            pushed: 0,
-            reached: 0,
-            walks: self.walks,
-        }
-    }
-
-    /// Offer the cells of `c`'s legal steps (`straight_ok`: north, east, south, west open).
-    #[inline(always)]
-    fn relax_all<const CHECK: bool>(&mut self, d: u32, c: usize, straight_ok: [bool; 4]) {
-        let (costs, pw) = (self.costs, self.walks.pw);
+    fn relax_all<const CHECK: bool>(&mut self, d: u32, c: usize, m: u8) {
+        let pw = self.walks.pw;
         let (straight, diagonal) = self.walks.prices;
-        let [n_ok, e_ok, s_ok, w_ok] = straight_ok;
-        // A diagonal needs both cells beside it open (the corner rule) and its own cell open; a
-        // straight neighbour's own test is the one just made.
-        let open = |j: usize| costs[j] != WALL;
-        if n_ok {
+        let step = |bit: u8| m & (1 << bit) != 0;
+        if step(0) {
             self.relax::<CHECK>(d, c, c - pw, straight);
         }
-        if e_ok {
+        if step(1) {
             self.relax::<CHECK>(d, c, c + 1, straight);
         }
-        if s_ok {
+        if step(2) {
             self.relax::<CHECK>(d, c, c + pw, straight);
         }
-        if w_ok {
+        if step(3) {
             self.relax::<CHECK>(d, c, c - 1, straight);
         }
-        if n_ok && e_ok && open(c - pw + 1) {
+        if step(4) {
             self.relax::<CHECK>(d, c, c - pw + 1, diagonal);
         }
-        if s_ok && e_ok && open(c + pw + 1) {
+        if step(5) {
             self.relax::<CHECK>(d, c, c + pw + 1, diagonal);
         }
-        if s_ok && w_ok && open(c + pw - 1) {
+        if step(6) {
             self.relax::<CHECK>(d, c, c + pw - 1, diagonal);
         }
-        if n_ok && w_ok && open(c - pw - 1) {
+        if step(7) {
             self.relax::<CHECK>(d, c, c - pw - 1, diagonal);
         }
     }
@@ -1066,7 +1095,7 @@ impl<const UNIFORM: bool, const WALKS: bool> Queue<'_, UNIFORM, WALKS> {
                 self.reached += (old == UNREACHABLE) as usize;
                 if CHECK {
                     let prices = self.walks.prices;
-                    if let Some(step) = corridor_step(self.costs, self.walks.pw, prices, j, c) {
+                    if let Some(step) = corridor_step(self.moves, &self.walks.ends, prices, j, c) {
                         self.walk(j, nd, step);
                         return;
                     }
@@ -1123,7 +1152,7 @@ impl<const UNIFORM: bool, const WALKS: bool> Queue<'_, UNIFORM, WALKS> {
             touch(self.touched, next);
             self.reached += (old == UNREACHABLE) as usize;
             self.walks.walked.set(self.walks.walked.get() + 1);
-            match corridor_step(self.costs, self.walks.pw, self.walks.prices, next, cur) {
+            match corridor_step(self.moves, &self.walks.ends, self.walks.prices, next, cur) {
                 Some(s) => (cur, v, step) = (next, nv, s),
                 None => {
                     if old >> self.shift != nv >> self.shift {
@@ -1141,43 +1170,40 @@ impl<const UNIFORM: bool, const WALKS: bool> Queue<'_, UNIFORM, WALKS> {
 /// base price.
 ///
 /// A legal diagonal needs both straight cells beside it open (the corner rule), so a cell with
-/// one has at least three legal steps: a corridor's steps are all straight. Most cells of open
-/// ground are refused by the first test.
+/// one has at least three legal steps: a corridor's steps are all straight.
 #[inline(always)]
 fn corridor_step(
-    costs: &[u8],
-    pw: usize,
+    moves: &[u8],
+    ends: &[usize; 16],
     (straight, _): (u32, u32),
     j: usize,
     from: usize,
 ) -> Option<(usize, u32)> {
-    let open = |i: usize| costs[i] != WALL;
-    let (n, e, s, w) = (open(j - pw), open(j + 1), open(j + pw), open(j - 1));
-    let mask = n as u32 | (e as u32) << 1 | (s as u32) << 2 | (w as u32) << 3;
-    if mask.count_ones() > 2 {
+    let m = moves[j];
+    if !is_corridor(m) {
         return None;
     }
-    // Two straight steps at a right angle: the diagonal between them is a third unless walled.
-    if (n & e && open(j - pw + 1))
-        || (e & s && open(j + pw + 1))
-        || (s & w && open(j + pw - 1))
-        || (w & n && open(j - pw - 1))
-    {
-        return None;
-    }
-    let to = |bit: u32| match bit {
-        0 => j - pw,
-        1 => j + 1,
-        2 => j + pw,
-        _ => j - 1,
-    };
-    let first = to(mask.trailing_zeros());
-    let next = if first == from {
-        to(31 - mask.leading_zeros())
-    } else {
-        first
-    };
+    // The two steps lead to `from` and to the next cell: their sum less `from`.
+    let next = (2 * j).wrapping_add(ends[m as usize]).wrapping_sub(from);
     Some((next, straight))
+}
+
+/// Legal steps `m` (see `moves_of_row`) of a corridor cell: at most two, both straight.
+#[inline(always)]
+fn is_corridor(m: u8) -> bool {
+    // Bit k of the mask: k (under 16) has at most two bits set.
+    const AT_MOST_TWO: u16 = {
+        let mut mask = 0u16;
+        let mut k = 0;
+        while k < 16 {
+            if (k as u32).count_ones() <= 2 {
+                mask |= 1 << k;
+            }
+            k += 1;
+        }
+        mask
+    };
+    m < 16 && AT_MOST_TWO >> m & 1 != 0
 }
 
 /// Mark the footprint block of padded cell `c`.
@@ -1284,6 +1310,7 @@ impl Bucket {
 mod tests {
     use super::*;
     use crate::cost::WALL;
+    use crate::grid::Dir8;
 
     fn open(w: u32, h: u32) -> CostField {
         CostField::new(Grid::new(w, h).unwrap())
@@ -2143,6 +2170,100 @@ mod tests {
             let mut wave = IntegrationBuilder::new();
             wave.set_sweeps(false);
             assert_eq!(got, wave.build(&cost, &goal, model).unwrap(), "{model:?}");
+        }
+    }
+
+    /// A maze with every cell also open in a `1 + seed % 4` in 7 scatter, so that it has
+    /// corridors, junctions, dead ends and open patches with diagonals.
+    fn holed_maze(rooms: u32, seed: u64) -> CostField {
+        let mut cost = maze(rooms, seed);
+        let side = 2 * rooms + 1;
+        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        for y in 0..side {
+            for x in 0..side {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                if s % 7 <= seed % 4 {
+                    cost.set(UVec2::new(x, y), 1 + (s >> 8) as u8 % 3).unwrap();
+                }
+            }
+        }
+        cost
+    }
+
+    #[test]
+    fn each_cells_legal_steps_follow_the_corner_rule() {
+        // Bit order of `moves_of_row`.
+        let dirs = [
+            Dir8::N,
+            Dir8::E,
+            Dir8::S,
+            Dir8::W,
+            Dir8::NE,
+            Dir8::SE,
+            Dir8::SW,
+            Dir8::NW,
+        ];
+        for seed in 0..4 {
+            let cost = holed_maze(9, seed);
+            let mut b = IntegrationBuilder::new();
+            b.set_sweeps(false);
+            b.build(&cost, &[UVec2::new(1, 1)], CostModel::TenFourteen)
+                .unwrap();
+            let pw = cost.width() as usize + 2;
+            for y in 0..cost.height() {
+                for x in 0..cost.width() {
+                    let m = b.moves[(y as usize + 1) * pw + x as usize + 1];
+                    for (bit, &dir) in dirs.iter().enumerate() {
+                        let cell = UVec2::new(x, y);
+                        assert_eq!(
+                            m >> bit & 1 == 1,
+                            cost.can_step(cell, dir),
+                            "{cell} {dir:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_wave_after_edits_works_out_the_changed_steps_again() {
+        let mut cost = holed_maze(12, 1);
+        let side = cost.width();
+        let goal = [UVec2::new(1, 1)];
+        let mut reused = IntegrationBuilder::new();
+        reused.set_sweeps(false);
+        let mut sliced = IntegrationBuilder::new();
+        sliced.set_sweeps(false);
+        let mut out = IntegrationField::new(*cost.grid(), CostModel::TenFourteen);
+        // Walls opened and closed on the first row, the last, in the middle and in a corner;
+        // then another map of the same size.
+        let edits = [
+            (UVec2::new(4, 0), 1),
+            (UVec2::new(7, side - 1), 1),
+            (UVec2::new(2, 1), WALL),
+            (UVec2::new(11, 12), WALL),
+            (UVec2::new(side - 1, side - 1), 1),
+            (UVec2::new(5, 5), 4),
+        ];
+        for (k, &(cell, c)) in edits.iter().enumerate() {
+            if k == edits.len() - 1 {
+                cost = holed_maze(12, 2);
+            }
+            cost.set(cell, c).unwrap();
+            for model in [CostModel::TenFourteen, CostModel::Octile] {
+                let fresh = IntegrationBuilder::new()
+                    .build(&cost, &goal, model)
+                    .unwrap();
+                reused.build_into(&cost, &goal, model, &mut out).unwrap();
+                assert_eq!(out, fresh, "one-shot, edit {k}");
+                sliced.start(&cost, &goal, model).unwrap();
+                while let BuildProgress::Running { .. } = sliced.advance(37).unwrap() {}
+                sliced.finish_into(&mut out).unwrap();
+                assert_eq!(out, fresh, "sliced, edit {k}");
+            }
         }
     }
 
