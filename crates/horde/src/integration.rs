@@ -232,6 +232,8 @@ pub struct IntegrationBuilder {
     moves: Vec<u8>,
     /// Padded rows `lo..hi` whose costs changed since `moves` was worked out.
     moves_stale: (usize, usize),
+    /// Rows whose costs the last `prepare` found changed.
+    rows_changed: usize,
 }
 
 /// What an [`IntegrationBuilder`] has learned from its last builds of one size about which
@@ -278,6 +280,8 @@ struct WaveState {
     /// their budget.
     ran: bool,
     walks: bool,
+    /// The wave reads the legal steps from the builder's table (see `take_moves`).
+    table: bool,
     /// Cells given their values by walks.
     walked: usize,
     /// Seeds as (value, padded cell), sorted; each joins the wave when it reaches its bucket.
@@ -558,7 +562,7 @@ impl IntegrationBuilder {
         }
         if !self.wave.done && budget > 0 {
             if !self.wave.ran {
-                self.update_moves();
+                self.wave.table = self.take_moves();
                 // A wave in one call (a one-shot build, or a sweep handed over within one) walks
                 // corridors, unless one lately found few; its budget is then usize::MAX less the
                 // sweeps' work.
@@ -690,6 +694,7 @@ impl IntegrationBuilder {
         // The highest terrain (the wave's buckets are sized by it), found over groups of padded
         // rows just copied, still in cache: one pass over the costs instead of two, and on
         // narrow maps no byte-at-a-time tail per row (the borders are walls, which count as 0).
+        let mut changed = 0;
         let mut top = PLAIN;
         let mut group = pw;
         for y in 0..h {
@@ -700,6 +705,7 @@ impl IntegrationBuilder {
             // were, and with them the legal steps worked out for the last wave.
             if mine != row {
                 mine.copy_from_slice(row);
+                changed += 1;
                 let (lo, hi) = self.moves_stale;
                 self.moves_stale = (lo.min(y + 1), hi.max(y + 2));
             }
@@ -709,8 +715,22 @@ impl IntegrationBuilder {
                 group = end;
             }
         }
+        self.rows_changed = changed;
         self.max_terrain = top;
         self.dist.resize(plen, UNREACHABLE);
+    }
+
+    /// Whether this wave reads the legal steps from `moves` (brought up to date) or works
+    /// them out cell by cell: a map unlike the last one in more than a quarter of its rows
+    /// (another map, or another window of one: the sectors' tiles) works them out as it goes,
+    /// since its wave may reach a small part of it and the next build may be over another map
+    /// again; a build over the same map as the last (the next goal) works out the table.
+    fn take_moves(&mut self) -> bool {
+        if self.rows_changed * 4 > self.height {
+            return false;
+        }
+        self.update_moves();
+        true
     }
 
     /// Work out the legal steps of the rows around those whose costs changed.
@@ -817,6 +837,7 @@ impl IntegrationBuilder {
             sweeping: false,
             ran: false,
             walks: false,
+            table: false,
             walked: 0,
             seeds,
             next_seed: 0,
@@ -828,17 +849,21 @@ impl IntegrationBuilder {
         // On a map of plain ground only (the common case, and every Moving AI map), a step's
         // price does not depend on the cell: skip the terrain loads and multiplies.
         match (self.wave.uniform, self.wave.walks) {
-            (true, true) => self.run_impl::<true, true>(budget),
-            (true, false) => self.run_impl::<true, false>(budget),
-            (false, true) => self.run_impl::<false, true>(budget),
-            (false, false) => self.run_impl::<false, false>(budget),
+            (true, true) if self.wave.table => self.run_impl::<true, true, true>(budget),
+            (true, false) if self.wave.table => self.run_impl::<true, false, true>(budget),
+            (false, true) if self.wave.table => self.run_impl::<false, true, true>(budget),
+            (false, false) if self.wave.table => self.run_impl::<false, false, true>(budget),
+            (true, true) => self.run_impl::<true, true, false>(budget),
+            (true, false) => self.run_impl::<true, false, false>(budget),
+            (false, true) => self.run_impl::<false, true, false>(budget),
+            (false, false) => self.run_impl::<false, false, false>(budget),
         }
     }
 
     /// The wave. With `WALKS`, corridor cells are given their values by walks along the
     /// corridor instead of through the buckets, and `settled` counts the cells reached (each
     /// once) rather than the cells expanded.
-    fn run_impl<const UNIFORM: bool, const WALKS: bool>(
+    fn run_impl<const UNIFORM: bool, const WALKS: bool, const TABLE: bool>(
         &mut self,
         budget: usize,
     ) -> Result<bool, IntegrationError> {
@@ -931,7 +956,7 @@ impl IntegrationBuilder {
                 if !WALKS {
                     st.settled += 1;
                 }
-                let mut queue = Queue::<UNIFORM, WALKS> {
+                let mut queue = Queue::<UNIFORM, WALKS, TABLE> {
                     costs,
                     moves,
                     dist: &mut *dist,
@@ -979,6 +1004,18 @@ fn moves_of_row(up: &[u8], here: &[u8], down: &[u8], out: &mut [u8]) {
     }
 }
 
+/// The legal steps of open padded cell `c`, as `moves_of_row` gives them.
+#[inline(always)]
+fn moves_at(costs: &[u8], pw: usize, c: usize) -> u8 {
+    let open = |i: usize| (costs[i] != WALL) as u8;
+    let (n, e, s, w) = (open(c - pw), open(c + 1), open(c + pw), open(c - 1));
+    let ne = n & e & open(c - pw + 1);
+    let se = s & e & open(c + pw + 1);
+    let sw = s & w & open(c + pw - 1);
+    let nw = n & w & open(c - pw - 1);
+    n | e << 1 | s << 2 | w << 3 | ne << 4 | se << 5 | sw << 6 | nw << 7
+}
+
 /// A one-shot wave whose walks gave values to fewer than one cell in this many of those it
 /// reached sends the next one-shot waves of its size without walks (`sweep::RETRY_AFTER` of
 /// them): on open rooms joined by doors (8room_000: 3 % corridor cells) the wave with walks was
@@ -993,7 +1030,7 @@ const MAX_TERRAIN_GROUP: usize = 8192;
 const MIN_BUCKETS: usize = 64;
 
 /// Relaxation of an expanded cell's open neighbours into the bucket queue.
-struct Queue<'a, const UNIFORM: bool, const WALKS: bool> {
+struct Queue<'a, const UNIFORM: bool, const WALKS: bool, const TABLE: bool> {
     costs: &'a [u8],
     moves: &'a [u8],
     dist: &'a mut [u32],
@@ -1038,13 +1075,24 @@ fn corridor_ends(pw: usize) -> [usize; 16] {
     ends
 }
 
-impl<const UNIFORM: bool, const WALKS: bool> Queue<'_, UNIFORM, WALKS> {
+impl<const UNIFORM: bool, const WALKS: bool, const TABLE: bool> Queue<'_, UNIFORM, WALKS, TABLE> {
+    /// The legal steps of open cell `c`: from the table, or worked out from the eight cells
+    /// around it.
+    #[inline(always)]
+    fn moves_of(&self, c: usize) -> u8 {
+        if TABLE {
+            self.moves[c]
+        } else {
+            moves_at(self.costs, self.walks.pw, c)
+        }
+    }
+
     /// Expand cell `c` at its final value `d`: offer each legal step's cell its value.
     #[inline(always)]
     fn expand(&mut self, d: u32, c: usize) {
         // With walks, every improved neighbour that is a corridor cell (at most two legal
         // steps, all straight: see `corridor_step`) is walked along at once rather than queued.
-        self.relax_all::<WALKS>(d, c, self.moves[c]);
+        self.relax_all::<WALKS>(d, c, self.moves_of(c));
     }
 
     /// Offer the cells of `c`'s legal steps (`m`, see `moves_of_row`).
@@ -1095,7 +1143,9 @@ impl<const UNIFORM: bool, const WALKS: bool> Queue<'_, UNIFORM, WALKS> {
                 self.reached += (old == UNREACHABLE) as usize;
                 if CHECK {
                     let prices = self.walks.prices;
-                    if let Some(step) = corridor_step(self.moves, &self.walks.ends, prices, j, c) {
+                    if let Some(step) =
+                        corridor_step(self.moves_of(j), &self.walks.ends, prices, j, c)
+                    {
                         self.walk(j, nd, step);
                         return;
                     }
@@ -1152,7 +1202,13 @@ impl<const UNIFORM: bool, const WALKS: bool> Queue<'_, UNIFORM, WALKS> {
             touch(self.touched, next);
             self.reached += (old == UNREACHABLE) as usize;
             self.walks.walked.set(self.walks.walked.get() + 1);
-            match corridor_step(self.moves, &self.walks.ends, self.walks.prices, next, cur) {
+            match corridor_step(
+                self.moves_of(next),
+                &self.walks.ends,
+                self.walks.prices,
+                next,
+                cur,
+            ) {
                 Some(s) => (cur, v, step) = (next, nv, s),
                 None => {
                     if old >> self.shift != nv >> self.shift {
@@ -1173,13 +1229,12 @@ impl<const UNIFORM: bool, const WALKS: bool> Queue<'_, UNIFORM, WALKS> {
 /// one has at least three legal steps: a corridor's steps are all straight.
 #[inline(always)]
 fn corridor_step(
-    moves: &[u8],
+    m: u8,
     ends: &[usize; 16],
     (straight, _): (u32, u32),
     j: usize,
     from: usize,
 ) -> Option<(usize, u32)> {
-    let m = moves[j];
     if !is_corridor(m) {
         return None;
     }
@@ -2209,12 +2264,19 @@ mod tests {
             let cost = holed_maze(9, seed);
             let mut b = IntegrationBuilder::new();
             b.set_sweeps(false);
-            b.build(&cost, &[UVec2::new(1, 1)], CostModel::TenFourteen)
-                .unwrap();
+            // The second build over the same map reads (and so works out) the table.
+            for _ in 0..2 {
+                b.build(&cost, &[UVec2::new(1, 1)], CostModel::TenFourteen)
+                    .unwrap();
+            }
             let pw = cost.width() as usize + 2;
             for y in 0..cost.height() {
                 for x in 0..cost.width() {
-                    let m = b.moves[(y as usize + 1) * pw + x as usize + 1];
+                    let c = (y as usize + 1) * pw + x as usize + 1;
+                    let m = b.moves[c];
+                    if m != 0 {
+                        assert_eq!(moves_at(&b.costs, pw, c), m);
+                    }
                     for (bit, &dir) in dirs.iter().enumerate() {
                         let cell = UVec2::new(x, y);
                         assert_eq!(
