@@ -695,6 +695,7 @@ impl IntegrationBuilder {
         // rows just copied, still in cache: one pass over the costs instead of two, and on
         // narrow maps no byte-at-a-time tail per row (the borders are walls, which count as 0).
         let mut changed = 0;
+        let window = stride != w;
         let mut top = PLAIN;
         let mut group = pw;
         for y in 0..h {
@@ -702,8 +703,10 @@ impl IntegrationBuilder {
             let dst = (y + 1) * pw + 1;
             let mine = &mut self.costs[dst..dst + w];
             // Building again over the same map (many goals, one map) leaves the rows as they
-            // were, and with them the legal steps worked out for the last wave.
-            if mine != row {
+            // were, and with them the legal steps worked out for the last wave. A window of a
+            // larger map (the sectors' tiles: each build another window) is copied without
+            // looking.
+            if window || mine != row {
                 mine.copy_from_slice(row);
                 changed += 1;
                 let (lo, hi) = self.moves_stale;
@@ -1238,8 +1241,15 @@ fn corridor_step(
     if !is_corridor(m) {
         return None;
     }
-    // The two steps lead to `from` and to the next cell: their sum less `from`.
-    let next = (2 * j).wrapping_add(ends[m as usize]).wrapping_sub(from);
+    // The two steps lead to `from` and to the next cell: their sum less `from`. Straight on
+    // (north and south open, or east and west) is told apart first: along a straight run the
+    // branch is foreseen and the next cell does not wait for this cell's byte to load, so a
+    // walk runs ahead; the sum would chain each cell's address to the load before.
+    let next = if m == 0b0101 || m == 0b1010 {
+        (2 * j).wrapping_sub(from)
+    } else {
+        (2 * j).wrapping_add(ends[m as usize]).wrapping_sub(from)
+    };
     Some((next, straight))
 }
 
