@@ -226,7 +226,7 @@ pub struct IntegrationBuilder {
     /// and caves, where the test for corridors costs more than the walks save).
     walk_skip: u32,
     walk_skip_size: (usize, usize),
-    /// The legal steps of every padded cell as a bit per direction (`MOVE_BITS` order, the
+    /// The legal steps of every padded cell as a bit per direction (see `moves_of_row`; the
     /// corner rule applied; 0 on walls), worked out from `costs` for the wave, which then reads
     /// one byte per cell instead of the eight around it.
     moves: Vec<u8>,

@@ -235,7 +235,7 @@ impl LocalSearch {
 /// [`IntegrationBuilder`] (row sweeps and a bucket queue over a copy of the sector), falling back
 /// to a [`LocalSearch`] when the values would not fit its 32 bits. Reused between sectors.
 ///
-/// Memory: about 14 bytes per cell of the largest sector: the builder's padded copy (5), the
+/// Memory: about 15 bytes per cell of the largest sector: the builder's padded copy (6), the
 /// field (4), the costs (1) and the 64-bit result (8) share the same few kilobytes per sector;
 /// and about 40 bytes per sector built (what the builder learned there, in a map).
 #[derive(Debug, Default, Clone)]
