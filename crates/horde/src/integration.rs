@@ -1095,47 +1095,46 @@ impl<const UNIFORM: bool, const WALKS: bool, const TABLE: bool> Queue<'_, UNIFOR
     fn expand(&mut self, d: u32, c: usize) {
         // With walks, every improved neighbour that is a corridor cell (at most two legal
         // steps, all straight: see `corridor_step`) is walked along at once rather than queued.
-        self.relax_all::<WALKS>(d, c, self.moves_of(c));
+        self.relax_all(d, c, self.moves_of(c));
     }
 
     /// Offer the cells of `c`'s legal steps (`m`, see `moves_of_row`).
     #[inline(always)]
-    fn relax_all<const CHECK: bool>(&mut self, d: u32, c: usize, m: u8) {
+    fn relax_all(&mut self, d: u32, c: usize, m: u8) {
         let pw = self.walks.pw;
         let (straight, diagonal) = self.walks.prices;
         let step = |bit: u8| m & (1 << bit) != 0;
         if step(0) {
-            self.relax::<CHECK>(d, c, c - pw, straight);
+            self.relax(d, c, c - pw, straight);
         }
         if step(1) {
-            self.relax::<CHECK>(d, c, c + 1, straight);
+            self.relax(d, c, c + 1, straight);
         }
         if step(2) {
-            self.relax::<CHECK>(d, c, c + pw, straight);
+            self.relax(d, c, c + pw, straight);
         }
         if step(3) {
-            self.relax::<CHECK>(d, c, c - 1, straight);
+            self.relax(d, c, c - 1, straight);
         }
         if step(4) {
-            self.relax::<CHECK>(d, c, c - pw + 1, diagonal);
+            self.relax(d, c, c - pw + 1, diagonal);
         }
         if step(5) {
-            self.relax::<CHECK>(d, c, c + pw + 1, diagonal);
+            self.relax(d, c, c + pw + 1, diagonal);
         }
         if step(6) {
-            self.relax::<CHECK>(d, c, c + pw - 1, diagonal);
+            self.relax(d, c, c + pw - 1, diagonal);
         }
         if step(7) {
-            self.relax::<CHECK>(d, c, c - pw - 1, diagonal);
+            self.relax(d, c, c - pw - 1, diagonal);
         }
     }
 
     /// Offer open cell `j` the value `d + base × terrain(j)` (the unit steps from `j` into the
     /// cell `c` at `d`, so `j`'s terrain prices the step), and queue it if that moves it to an
-    /// earlier bucket; with `WALKS`, a corridor cell next to a corridor (`CHECK`) is walked
-    /// along instead.
+    /// earlier bucket; with `WALKS`, a corridor cell is walked along instead.
     #[inline(always)]
-    fn relax<const CHECK: bool>(&mut self, d: u32, c: usize, j: usize, base: u32) {
+    fn relax(&mut self, d: u32, c: usize, j: usize, base: u32) {
         let t = if UNIFORM { 1 } else { self.costs[j] as u32 };
         let nd = d + base * t;
         let old = self.dist[j];
@@ -1144,14 +1143,11 @@ impl<const UNIFORM: bool, const WALKS: bool, const TABLE: bool> Queue<'_, UNIFOR
             touch(self.touched, j);
             if WALKS {
                 self.reached += (old == UNREACHABLE) as usize;
-                if CHECK {
-                    let prices = self.walks.prices;
-                    if let Some(step) =
-                        corridor_step(self.moves_of(j), &self.walks.ends, prices, j, c)
-                    {
-                        self.walk(j, nd, step);
-                        return;
-                    }
+                let prices = self.walks.prices;
+                if let Some(step) = corridor_step(self.moves_of(j), &self.walks.ends, prices, j, c)
+                {
+                    self.walk(j, nd, step);
+                    return;
                 }
             }
             // A cell already queued in the same bucket is expanded there at its final value;
