@@ -7,9 +7,9 @@
 //! Only what can change is swept: each row keeps, per direction, the chunks of 16 columns where
 //! the row before it changed, and a scan along a row stops where cells stop improving. On open
 //! maps this settles in a few streaming passes, with no queue and no random access. Maps whose
-//! shortest paths wind back and forth (mazes, rooms joined by one-cell doors) need many passes:
-//! when the work passes a budget, the map goes to the wave, and the next builds of that size go
-//! straight there.
+//! shortest paths wind back and forth need more passes (rooms joined by one-cell doors two or
+//! three times as many, still cheaper than the wave), mazes many more: when the work passes a
+//! budget, the map goes to the wave, and the next builds of that size go straight there.
 
 use super::{IntegrationBuilder, TOUCHED_BLOCK, UNREACHABLE};
 use crate::cost::{CostModel, WALL};
@@ -20,10 +20,11 @@ pub(crate) const INF: u32 = (1 << 31) - 1;
 /// The step price of a wall: a wall's candidates all exceed `INF`, so it keeps `INF`.
 const WALL_STEP: u32 = 1 << 31;
 /// Work (columns swept, in units of the map's cells) after which the sweeps hand the map to the
-/// wave: open maps and rooms joined by doors settle within it, mazes pass it, where the wave is
-/// cheaper (the work each map takes is in `docs/benchmarks.md`). Stopping there costs at most
-/// about twice the better of the two.
-const MAX_WORK: u64 = 6;
+/// wave: open maps settle within a third of it and rooms joined by one-cell doors mostly within
+/// it, where the sweeps beat the wave; mazes pass it, where the wave is cheaper (the work and
+/// times per map are in `docs/benchmarks.md`). A map handed over cost one try of sweeps, and the
+/// next builds of its size go straight to the wave.
+const MAX_WORK: u64 = 10;
 /// A build whose sweeps did more than this many columns of work per cell reached sends the next
 /// builds of its size to the wave: a column swept costs about a tenth of a cell settled by the
 /// wave (the work and times per map are in `docs/benchmarks.md`).
