@@ -1721,8 +1721,17 @@ mod tests {
         assert_eq!(f.get(UVec2::new(1999, 0)), Some(1999 * 2540));
     }
 
-    /// A maze of one-cell corridors (a depth-first backtracker over a lattice of rooms), so
-    /// ways wind up and down all over: the sweeps hand such maps to the wave.
+    /// Numbers that only need to vary (xorshift), from `seed`.
+    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+        let mut s = seed | 1;
+        move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        }
+    }
+
     /// Square rooms of `size` × `size` cells in a `rooms` × `rooms` grid, walls one cell thick
     /// between them: neighbouring rooms joined by a one-cell door where `maze(rooms, seed)`
     /// opens the wall between its cells, and by a second door one time in `loops` (a tree
@@ -1733,13 +1742,7 @@ mod tests {
         let mut cost = CostField::new(Grid::new(side, side).unwrap());
         cost.fill_rect(UVec2::ZERO, UVec2::splat(side - 1), WALL)
             .unwrap();
-        let mut s = seed | 1;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut next = xorshift(seed);
         for ry in 0..rooms {
             for rx in 0..rooms {
                 let (x0, y0) = (rx * (size + 1) + 1, ry * (size + 1) + 1);
@@ -1748,10 +1751,10 @@ mod tests {
                 let east = tree.get(UVec2::new(2 * rx + 2, 2 * ry + 1)) == Some(1);
                 let south = tree.get(UVec2::new(2 * rx + 1, 2 * ry + 2)) == Some(1);
                 let (a, b) = ((next() % size as u64) as u32, (next() % size as u64) as u32);
-                if rx + 1 < rooms && (east || next() % loops == 0) {
+                if rx + 1 < rooms && (east || next().is_multiple_of(loops)) {
                     cost.set(UVec2::new(x0 + size, y0 + a), 1).unwrap();
                 }
-                if ry + 1 < rooms && (south || next() % loops == 0) {
+                if ry + 1 < rooms && (south || next().is_multiple_of(loops)) {
                     cost.set(UVec2::new(x0 + b, y0 + size), 1).unwrap();
                 }
             }
@@ -1759,18 +1762,14 @@ mod tests {
         cost
     }
 
+    /// A maze of one-cell corridors (a depth-first backtracker over a lattice of rooms), so
+    /// ways wind up and down all over: the sweeps hand such maps to the wave.
     fn maze(rooms: u32, seed: u64) -> CostField {
         let side = 2 * rooms + 1;
         let mut cost = CostField::new(Grid::new(side, side).unwrap());
         cost.fill_rect(UVec2::ZERO, UVec2::splat(side - 1), WALL)
             .unwrap();
-        let mut s = seed | 1;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut next = xorshift(seed);
         let mut seen = vec![false; (rooms * rooms) as usize];
         let mut stack = vec![(0u32, 0u32)];
         seen[0] = true;
@@ -2305,12 +2304,10 @@ mod tests {
     fn holed_maze(rooms: u32, seed: u64) -> CostField {
         let mut cost = maze(rooms, seed);
         let side = 2 * rooms + 1;
-        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut next = xorshift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         for y in 0..side {
             for x in 0..side {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
+                let s = next();
                 if s % 7 <= seed % 4 {
                     cost.set(UVec2::new(x, y), 1 + (s >> 8) as u8 % 3).unwrap();
                 }

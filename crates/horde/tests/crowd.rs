@@ -164,8 +164,8 @@ proptest! {
         picks in proptest::collection::vec(any::<u64>(), 8..40),
     ) {
         // One agent per picked cell: more agents spawned on one spot than its pocket holds
-        // would overlap however well the crowd does (ten bodies of radius 0.3 in a sealed
-        // cell cannot stay under 0.7), and agents spawned on one spot are
+        // would overlap however well the crowd does (five bodies of radius 0.3 in a sealed
+        // cell cannot stay under 0.45), and agents spawned on one spot are
         // `agents_spawned_on_one_spot_split_to_the_best_packing_at_once`'s scene.
         let mut cells = pick_walkable(&cost, &picks);
         let mut seen = std::collections::HashSet::new();
