@@ -128,7 +128,7 @@ try {
 
   // Strokes: each a short drag on open ground; the page times each one to its field frame.
   await big.check('input[name=tool][value=wall]');
-  await big.evaluate(() => { window.horde.repairLatencies.length = 0; });
+  await big.evaluate(() => { window.horde.repairLatencies.length = 0; window.horde.paintsSent = 0; });
   const strokes = [];
   for (let k = 0; k < 24; k++) {
     const cx = 40 + 18 * (k % 6), cy = 60 + 90 * Math.floor(k / 6);
@@ -147,6 +147,8 @@ try {
   const lat = (await big.evaluate(() => window.horde.repairLatencies.slice())).sort((x, y) => x - y);
   result.repairLatency = {
     count: lat.length,
+    sent: await big.evaluate(() => window.horde.paintsSent),
+    pending: await big.evaluate(() => window.horde.paintsPending()),
     median: lat[Math.floor(lat.length / 2)],
     p90: lat[Math.floor(lat.length * 0.9)],
     max: lat[lat.length - 1],

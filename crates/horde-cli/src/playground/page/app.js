@@ -45,7 +45,7 @@ const S = {
 // For tests and the curious: counters, the latest figures, and a way in.
 const H = window.horde = {
   ready: false, mapFrames: 0, fieldFrames: 0, agentFrames: 0, errors: [], stats: null, state: null,
-  repairLatencies: [], onAgents: null,
+  repairLatencies: [], paintsSent: 0, paintsPending: () => pendingPaints.length, onAgents: null,
   send: (obj) => send(obj),
   agents: () => S.agents,
   costAt: (x, y) => S.costs ? S.costs[y * S.w + x] : undefined,
@@ -421,6 +421,7 @@ canvas.addEventListener('pointerdown', (ev) => {
     S.stroke++;
     send({ t: 'paint', stroke: S.stroke, x0: p.x, y0: p.y, x1: p.x, y1: p.y, brush: num('brush'), cost: paintCost() });
     pendingPaints.push(performance.now());
+    H.paintsSent++;
     drag = { paint: true, last: p };
   }
 });
@@ -436,6 +437,7 @@ canvas.addEventListener('pointermove', (ev) => {
     if (Math.hypot(p.x - drag.last.x, p.y - drag.last.y) < 0.25) return;
     send({ t: 'paint', stroke: S.stroke, x0: drag.last.x, y0: drag.last.y, x1: p.x, y1: p.y, brush: num('brush'), cost: paintCost() });
     pendingPaints.push(performance.now());
+    H.paintsSent++;
     drag.last = p;
   } else if (drag.goal && !drag.shift) {
     const cell = [Math.floor(p.x), Math.floor(p.y)];
