@@ -950,6 +950,11 @@ mod tests {
         } else {
             &[(37, 23), (600, 460), (8, 5), (15, 9), (16, 4), (47, 31)]
         };
+        #[cfg(feature = "parallel")]
+        let two_threads = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
         for &(w, h) in sizes {
             let pw = w + 2;
             let mut s = 0x9e37_79b9_7f4a_7c15u64;
@@ -984,11 +989,7 @@ mod tests {
                 let mut fast = vec![0u8; w * h];
                 let mut plain = vec![0u8; w * h];
                 #[cfg(feature = "parallel")]
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(2)
-                    .build()
-                    .unwrap()
-                    .install(|| derive(&costs, &dist, pw, model, &mut fast));
+                two_threads.install(|| derive(&costs, &dist, pw, model, &mut fast));
                 #[cfg(not(feature = "parallel"))]
                 derive(&costs, &dist, pw, model, &mut fast);
                 derive_rows(&costs, &dist, pw, model, &mut plain, 0);

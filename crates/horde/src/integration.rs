@@ -2226,9 +2226,9 @@ mod tests {
     }
 
     /// Rooms joined by one-cell doors, the goal in a far corner: the sweeps need more passes
-    /// than on open ground (4.5–11 columns per cell on such maps, 8.4 on `8room_000`) yet finish
-    /// well before a maze would (12.5 on `maze512-1-0`), and there they beat the wave (1.25–1.5
-    /// times as fast on `8room_000`), so they are swept to the end and kept.
+    /// than on open ground yet finish well before a maze would, and there they beat the wave,
+    /// so they are swept to the end and kept (the work and times per map are in
+    /// `docs/benchmarks.md`).
     #[test]
     #[cfg_attr(miri, ignore)]
     fn rooms_joined_by_doors_are_swept_to_the_end() {
