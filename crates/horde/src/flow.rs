@@ -18,7 +18,7 @@ use thiserror::Error;
 
 use crate::cost::{CostField, CostModel, WALL};
 use crate::grid::{Dir8, Grid, SizeMismatch, axis_cell};
-use crate::integration::{IntegrationBuilder, IntegrationField, TouchedSpans, UNREACHABLE};
+use crate::integration::{IntegrationBuilder, IntegrationField, UNREACHABLE};
 
 /// Flow byte of a goal cell.
 pub const FLOW_GOAL: u8 = 8;
@@ -326,7 +326,7 @@ impl IntegrationBuilder {
             "the integration field",
             built,
         )?;
-        match self.touched_spans() {
+        match self.written_spans() {
             Some(spans) => derive_spans(
                 &self.costs,
                 &self.dist,
@@ -356,7 +356,7 @@ fn derive_spans(
     pw: usize,
     model: CostModel,
     out: &mut [u8],
-    spans: TouchedSpans<'_>,
+    spans: impl Iterator<Item = (usize, usize, usize)>,
 ) {
     let w = pw - 2;
     for (y, row) in out.chunks_exact_mut(w).enumerate() {

@@ -24,6 +24,12 @@
 //! in one walk instead of queueing each (a maze's cells are nine in ten corridor cells). Where
 //! a wave finds few corridors, the next one-shot waves of that size skip the walks.
 //!
+//! In a one-shot build over a map built before and unchanged since, the wave also crosses
+//! **rooms**: open rectangles of plain ground with few ways in (a dungeon's rooms, rooms behind
+//! doors). It settles only a room's entries, each offering the others at the octile price, and
+//! fills the room's other cells afterwards as the least of (entry's value + octile distance),
+//! a vector loop (see the `rooms` submodule). Such builds skip the sweeps.
+//!
 //! The wave reads a cell's legal steps (the corner rule applied) from one byte per cell instead
 //! of the eight cells around it. The bytes are worked out when a wave first needs them and kept
 //! while the map stays the same: a builder that builds field after field over one map (one per
@@ -41,6 +47,7 @@ use thiserror::Error;
 use crate::cost::{CostField, CostModel, PLAIN, WALL, max_walkable};
 use crate::grid::{Grid, GridError, SizeMismatch};
 
+pub(crate) mod rooms;
 pub(crate) mod sweep;
 
 /// Integration value of a wall or of a walkable cell from which no goal can be reached.
@@ -79,17 +86,33 @@ pub enum IntegrationError {
 
 /// Cost-to-goal of every cell, in raw units of its [`CostModel`].
 ///
-/// Memory: 4 bytes per cell (64 KiB for 128 × 128), one flat `Vec<u32>` indexed `y * width + x`.
+/// Memory: 4 bytes per cell (64 KiB for 128 × 128), one flat `Vec<u32>` indexed `y * width + x`,
+/// and 8 bytes of stamp (which builder's write it holds, so that writing it again touches only
+/// what changed).
 /// Walls and cells that cannot reach a goal hold [`UNREACHABLE`]; goal cells hold 0.
 /// Raw values fit 32 bits for any path of raw cost below 2³² − 1 (10-14 model: 306 million
 /// straight steps on plain ground; octile: about 309,000 cost units); a build that would go
 /// beyond reports [`IntegrationError::Overflow`] instead of wrapping.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct IntegrationField {
     pub(crate) grid: Grid,
     pub(crate) model: CostModel,
     pub(crate) values: Vec<u32>,
+    /// Which write of an [`IntegrationBuilder`] the values are (0: none, or changed since), so
+    /// that the builder that wrote them last rewrites only what its next field changes.
+    pub(crate) stamp: u64,
 }
+
+impl PartialEq for IntegrationField {
+    fn eq(&self, other: &IntegrationField) -> bool {
+        self.grid == other.grid && self.model == other.model && self.values == other.values
+    }
+}
+
+impl Eq for IntegrationField {}
+
+/// The stamp of the next field an [`IntegrationBuilder`] writes: unique in the process.
+static NEXT_STAMP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl IntegrationField {
     /// A field of the grid's size with every cell unreachable (a target for
@@ -99,7 +122,14 @@ impl IntegrationField {
             grid,
             model,
             values: vec![UNREACHABLE; grid.len()],
+            stamp: 0,
         }
+    }
+    /// The values to change in place: whatever changes them makes the field one no builder
+    /// wrote.
+    pub(crate) fn values_mut(&mut self) -> &mut Vec<u32> {
+        self.stamp = 0;
+        &mut self.values
     }
     /// The grid.
     pub fn grid(&self) -> &Grid {
@@ -195,9 +225,12 @@ pub struct WaveStats {
 /// with a wall border (so no loop needs bounds tests), each cell's legal steps (a byte, for the
 /// wave) and the working distances (4); plus the
 /// sweeps' bookkeeping (a bit per 16 cells and pass direction: 1/64 byte per cell), the wave's
-/// footprint (a bit per 16 cells: 1/128 byte per cell), a row of candidates, two rows per thread
-/// for parallel sweeps, and the wave's bucket queue (at least 64 buckets, each keeping the
-/// storage of the most entries it held at once, 4 bytes per entry).
+/// footprint (a bit per 16 cells: 1/128 byte per cell, kept twice: the copy describes the field
+/// written last), a row of candidates, two rows per thread for parallel sweeps, the wave's
+/// bucket queue (at least 64 buckets, each keeping the storage of the most entries it held at
+/// once, 4 bytes per entry), the footprint's spans of the field written last (12 bytes per
+/// span), and the map's rooms once worked out (a bit and a half per padded cell, 24 bytes per
+/// room entry, 128 KiB of crossing prices; see `rooms`).
 #[derive(Debug, Default, Clone)]
 pub struct IntegrationBuilder {
     pub(crate) padded_width: usize,
@@ -234,6 +267,23 @@ pub struct IntegrationBuilder {
     moves_stale: (usize, usize),
     /// Rows whose costs the last `prepare` found changed.
     rows_changed: usize,
+    /// The map's rooms (open rectangles with few ways in, see `rooms`), which one-shot waves
+    /// cross in one step and fill afterwards.
+    rooms: rooms::Rooms,
+    /// Where the room fill gathers a room's reached entries.
+    room_sources: Vec<(u32, u32, u32)>,
+    /// The stamp of the last field written from a wave's footprint, and that footprint: a
+    /// field that still bears the stamp is unreachable outside it.
+    out_stamp: u64,
+    out_touched: Vec<u64>,
+    /// The footprint's spans (see `touched_spans`) of the last field written, when
+    /// `spans_listed`.
+    spans: Vec<(u32, u32, u32)>,
+    spans_listed: bool,
+    /// The build being started will run in one call (`build_into`), and, once started, whether
+    /// its wave crosses rooms.
+    one_shot: bool,
+    rooms_ready: bool,
 }
 
 /// What an [`IntegrationBuilder`] has learned from its last builds of one size about which
@@ -284,6 +334,8 @@ struct WaveState {
     table: bool,
     /// Cells given their values by walks.
     walked: usize,
+    /// This wave crosses rooms in one step and fills them when done (one-shot waves only).
+    rooms: bool,
     /// Seeds as (value, padded cell), sorted; each joins the wave when it reaches its bucket.
     seeds: Vec<(u32, u32)>,
     next_seed: usize,
@@ -339,7 +391,10 @@ impl IntegrationBuilder {
         model: CostModel,
     ) -> Result<IntegrationField, IntegrationError> {
         let mut out = IntegrationField::new(*cost.grid(), model);
-        self.start_seeded(cost, seeds, model)?;
+        self.one_shot = true;
+        let started = self.start_seeded(cost, seeds, model);
+        self.one_shot = false;
+        started?;
         self.advance(usize::MAX)?;
         self.finish_into(&mut out)?;
         Ok(out)
@@ -368,7 +423,10 @@ impl IntegrationBuilder {
     ) -> Result<WaveStats, IntegrationError> {
         let grid = *cost.grid();
         same_size(out, &grid)?;
-        self.start(cost, goals, model)?;
+        self.one_shot = true;
+        let started = self.start(cost, goals, model);
+        self.one_shot = false;
+        started?;
         self.advance(usize::MAX)?;
         self.finish_into(out)
     }
@@ -517,7 +575,18 @@ impl IntegrationBuilder {
         );
         padded.sort_unstable();
         let max_terrain = self.max_terrain;
-        if !self.no_sweep && self.sweep_begin(&padded, model) {
+        // A one-shot build over a map built before and unchanged since, whose rooms (worked out
+        // now if need be) cover enough of it, goes straight to the wave, which crosses them.
+        self.rooms_ready =
+            self.one_shot && self.rows_changed == 0 && padded.len() <= MAX_ROOM_SEEDS && {
+                if !self.rooms.valid {
+                    self.update_moves();
+                    self.rooms
+                        .work_out(&self.costs, &self.moves, self.padded_width, self.height);
+                }
+                self.rooms.begin(&padded, self.padded_width)
+            };
+        if !self.no_sweep && !self.rooms_ready && self.sweep_begin(&padded, model) {
             // The sweeps write every cell.
             self.touched_valid = false;
             self.seed(padded, max_terrain);
@@ -573,8 +642,20 @@ impl IntegrationBuilder {
                     self.walk_skip -= 1;
                 }
                 self.wave.walks = max_cells == usize::MAX && !skip;
+                self.wave.rooms = max_cells == usize::MAX && self.take_rooms();
             }
-            match self.run(budget) {
+            let mut outcome = self.run(budget).and_then(|done| {
+                if done && self.wave.rooms {
+                    self.fill_rooms()?;
+                }
+                Ok(done)
+            });
+            if self.wave.rooms && outcome.is_err() {
+                // Values past the 32-bit range: the wave goes again through every cell, so that
+                // the error names the cell a wave without rooms would have named.
+                outcome = self.restart_without_rooms().run(budget);
+            }
+            match outcome {
                 Ok(done) => {
                     self.wave.done = done;
                     let walked = self.wave.walked;
@@ -646,18 +727,41 @@ impl IntegrationBuilder {
         same_size(out, &grid)?;
         let (w, pw) = (self.width, self.padded_width);
         // Both the sweeps and the wave leave walls and unreachable cells UNREACHABLE.
-        if let Some(spans) = self.touched_spans() {
-            out.values.fill(UNREACHABLE);
-            for (y, a, b) in spans {
+        // The footprint's spans are listed once, for the copy here and for the arrows after.
+        let mut listed = std::mem::take(&mut self.spans);
+        listed.clear();
+        let footprint = self.touched_spans().map(|spans| {
+            listed.extend(spans.map(|(y, a, b)| (y as u32, a as u32, b as u32)));
+        });
+        self.spans = listed;
+        self.spans_listed = footprint.is_some();
+        if self.spans_listed {
+            // A field this builder wrote last from a footprint is unreachable outside it: only
+            // the blocks that footprint had and this one lacks need clearing (on a dungeon
+            // nineteen cells in twenty are rock, written once instead of at every build).
+            let known = out.stamp != 0
+                && out.stamp == self.out_stamp
+                && self.out_touched.len() == self.touched.len();
+            if known {
+                clear_gone_blocks(&self.out_touched, &self.touched, pw, w, &mut out.values);
+            } else {
+                out.values.fill(UNREACHABLE);
+            }
+            for &(y, a, b) in &self.spans {
+                let (y, a, b) = (y as usize, a as usize, b as usize);
                 let dst = (y - 1) * w + a - 1;
                 out.values[dst..=dst + b - a].copy_from_slice(&self.dist[y * pw + a..=y * pw + b]);
             }
+            self.out_touched.clone_from(&self.touched);
+            out.stamp = NEXT_STAMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         } else {
             for (y, row) in out.values.chunks_exact_mut(w).enumerate() {
                 let src = (y + 1) * pw + 1;
                 row.copy_from_slice(&self.dist[src..src + w]);
             }
+            out.stamp = 0;
         }
+        self.out_stamp = out.stamp;
         out.model = self.model;
         out.grid = grid;
         self.wave.active = false;
@@ -719,6 +823,9 @@ impl IntegrationBuilder {
             }
         }
         self.rows_changed = changed;
+        if changed > 0 {
+            self.rooms.valid = false;
+        }
         self.max_terrain = top;
         self.dist.resize(plen, UNREACHABLE);
     }
@@ -734,6 +841,61 @@ impl IntegrationBuilder {
         }
         self.update_moves();
         true
+    }
+
+    /// Whether this one-shot wave crosses rooms: chosen as the build started (see
+    /// `start_seeded_window`), with the legal steps' table in use; sizes the buckets for a
+    /// room's crossing.
+    fn take_rooms(&mut self) -> bool {
+        if !self.rooms_ready || !self.wave.table {
+            return false;
+        }
+        // Nothing is queued yet: the buckets may grow to hold a crossing within one lap.
+        let need = ((self.rooms.longest_crossing(self.model) >> self.wave.shift) as usize + 2)
+            .next_power_of_two();
+        if need > self.wave.mask + 1 {
+            if self.buckets.len() < need {
+                self.buckets.resize_with(need, Bucket::default);
+            }
+            self.wave.mask = need - 1;
+        }
+        true
+    }
+
+    /// The wave begun again from its seeds, as it was set up but without rooms.
+    fn restart_without_rooms(&mut self) -> &mut IntegrationBuilder {
+        let seeds = std::mem::take(&mut self.wave.seeds);
+        let (walks, table) = (self.wave.walks, self.wave.table);
+        self.reset_wave_distances();
+        self.seed(seeds, self.max_terrain);
+        self.wave.ran = true;
+        self.wave.walks = walks;
+        self.wave.table = table;
+        self
+    }
+
+    /// Give the rooms' cells their values from their entries once the wave is done.
+    fn fill_rooms(&mut self) -> Result<(), IntegrationError> {
+        let prices = (self.model.straight(), self.model.diagonal());
+        let pw = self.padded_width;
+        match self.rooms.fill(
+            &mut self.dist,
+            &mut self.touched,
+            pw,
+            prices,
+            self.wave.limit,
+            &mut self.room_sources,
+        ) {
+            Ok(filled) => {
+                self.wave.settled += filled;
+                Ok(())
+            }
+            Err(c) => Err(IntegrationError::Overflow {
+                x: (c % pw - 1) as u32,
+                y: (c / pw - 1) as u32,
+                limit: UNREACHABLE - 1,
+            }),
+        }
     }
 
     /// Work out the legal steps of the rows around those whose costs changed.
@@ -767,7 +929,16 @@ impl IntegrationBuilder {
                 let mut b = *bits;
                 while b != 0 {
                     let lo = (k * 64 + b.trailing_zeros() as usize) * TOUCHED_BLOCK;
-                    dist[lo..(lo + TOUCHED_BLOCK).min(n)].fill(UNREACHABLE);
+                    // A whole block is a fixed-size store, inline (a call to `memset` per block
+                    // was a visible part of a dungeon's build).
+                    match dist.get_mut(lo..lo + TOUCHED_BLOCK) {
+                        Some(block) => {
+                            let block: &mut [u32; TOUCHED_BLOCK] =
+                                block.try_into().expect("a block");
+                            *block = [UNREACHABLE; TOUCHED_BLOCK];
+                        }
+                        None => dist[lo..n].fill(UNREACHABLE),
+                    }
                     b &= b - 1;
                 }
                 *bits = 0;
@@ -784,6 +955,20 @@ impl IntegrationBuilder {
     /// padded column) within the map, in order; `None` when the last build was swept, or when
     /// the wave touched more than a third of the map (a whole-map pass is cheaper then).
     pub(crate) fn touched_spans(&self) -> Option<TouchedSpans<'_>> {
+        self.footprint_spans()
+    }
+
+    /// The spans of the last field written (see [`touched_spans`](Self::touched_spans)),
+    /// listed as it was written.
+    pub(crate) fn written_spans(&self) -> Option<impl Iterator<Item = (usize, usize, usize)>> {
+        self.spans_listed.then(|| {
+            self.spans
+                .iter()
+                .map(|&(y, a, b)| (y as usize, a as usize, b as usize))
+        })
+    }
+
+    fn footprint_spans(&self) -> Option<TouchedSpans<'_>> {
         if !self.touched_valid {
             return None;
         }
@@ -842,6 +1027,7 @@ impl IntegrationBuilder {
             walks: false,
             table: false,
             walked: 0,
+            rooms: false,
             seeds,
             next_seed: 0,
         };
@@ -880,6 +1066,7 @@ impl IntegrationBuilder {
         let dist = &mut self.dist[..];
         let buckets = &mut self.buckets[..mask + 1];
         let touched = &mut self.touched[..];
+        let rooms = st.rooms.then_some(&self.rooms);
         let mut left = budget;
         loop {
             if !st.draining {
@@ -970,6 +1157,7 @@ impl IntegrationBuilder {
                     pushed: 0,
                     reached: 0,
                     walks: &walks,
+                    rooms,
                 };
                 queue.expand(d, c);
                 st.pending += queue.pushed;
@@ -1032,6 +1220,9 @@ const MAX_TERRAIN_GROUP: usize = 8192;
 /// Buckets of the wave's queue at the least: room for walks along corridors.
 const MIN_BUCKETS: usize = 64;
 
+/// Seeds a wave that crosses rooms may have at the most: each is looked for among the rooms.
+const MAX_ROOM_SEEDS: usize = 64;
+
 /// Relaxation of an expanded cell's open neighbours into the bucket queue.
 struct Queue<'a, const UNIFORM: bool, const WALKS: bool, const TABLE: bool> {
     costs: &'a [u8],
@@ -1045,6 +1236,8 @@ struct Queue<'a, const UNIFORM: bool, const WALKS: bool, const TABLE: bool> {
     /// Cells given their first value (counted with `WALKS` only).
     reached: usize,
     walks: &'a Walks,
+    /// The map's rooms, when this wave crosses them.
+    rooms: Option<&'a rooms::Rooms>,
 }
 
 /// What walks along corridors need (read only when there is a corridor).
@@ -1093,6 +1286,17 @@ impl<const UNIFORM: bool, const WALKS: bool, const TABLE: bool> Queue<'_, UNIFOR
     /// Expand cell `c` at its final value `d`: offer each legal step's cell its value.
     #[inline(always)]
     fn expand(&mut self, d: u32, c: usize) {
+        // An entry of a room offers its steps out of the room, and crosses to the room's other
+        // entries in one step each: the room's other cells are filled once the wave is done.
+        if let Some(rooms) = self.rooms
+            && let Some(e) = rooms.entry_at(c)
+        {
+            self.relax_all(d, c, self.moves_of(c) & rooms::Rooms::steps_out(e));
+            for (j, price) in rooms.crossings(e, c, self.walks.pw, self.walks.prices) {
+                self.relax(d, c, j, price);
+            }
+            return;
+        }
         // With walks, every improved neighbour that is a corridor cell (at most two legal
         // steps, all straight: see `corridor_step`) is walked along at once rather than queued.
         self.relax_all(d, c, self.moves_of(c));
@@ -1267,6 +1471,27 @@ fn is_corridor(m: u8) -> bool {
     m < 16 && AT_MOST_TWO >> m & 1 != 0
 }
 
+/// Write UNREACHABLE into the map cells (`values`, width `w`) of the footprint blocks marked in
+/// `old` and not in `new` (padded width `pw`).
+fn clear_gone_blocks(old: &[u64], new: &[u64], pw: usize, w: usize, values: &mut [u32]) {
+    for (k, (&o, &n)) in old.iter().zip(new).enumerate() {
+        let mut gone = o & !n;
+        while gone != 0 {
+            let lo = (k * 64 + gone.trailing_zeros() as usize) * TOUCHED_BLOCK;
+            for p in lo..lo + TOUCHED_BLOCK {
+                let (y, x) = (p / pw, p % pw);
+                if y >= 1
+                    && (1..=w).contains(&x)
+                    && let Some(v) = values.get_mut((y - 1) * w + x - 1)
+                {
+                    *v = UNREACHABLE;
+                }
+            }
+            gone &= gone - 1;
+        }
+    }
+}
+
 /// Mark the footprint block of padded cell `c`.
 #[inline(always)]
 fn touch(touched: &mut [u64], c: usize) {
@@ -1318,31 +1543,34 @@ impl Iterator for TouchedSpans<'_> {
                 }
                 continue;
             }
-            // The next run of consecutive marked blocks.
+            // The next run of consecutive marked blocks: its ones, a word at a time.
             while self.bits == 0 {
                 self.word += 1;
                 self.bits = *self.touched.get(self.word)?;
             }
-            let first = self.word * 64 + self.bits.trailing_zeros() as usize;
-            let mut last = first;
-            loop {
-                self.bits &= self.bits - 1;
-                let next = last + 1;
-                let more = if next / 64 == self.word {
-                    self.bits & (1 << (next % 64)) != 0
-                } else {
-                    self.touched.get(next / 64).is_some_and(|&w| w & 1 != 0) && {
-                        self.word += 1;
-                        self.bits = self.touched[self.word];
-                        true
+            let zeros = self.bits.trailing_zeros();
+            let ones = (self.bits >> zeros).trailing_ones();
+            let first = self.word * 64 + zeros as usize;
+            let mut end = first + ones as usize;
+            if zeros + ones < 64 {
+                self.bits &= !(((1u64 << ones) - 1) << zeros);
+            } else {
+                // The run reaches the word's end: it goes on in the next words' low bits.
+                self.bits = 0;
+                while let Some(&next) = self.touched.get(self.word + 1) {
+                    let more = next.trailing_ones();
+                    if more == 0 {
+                        break;
                     }
-                };
-                if !more {
-                    break;
+                    self.word += 1;
+                    end += more as usize;
+                    if more < 64 {
+                        self.bits = next & !((1u64 << more) - 1);
+                        break;
+                    }
                 }
-                last = next;
             }
-            self.run = (first * TOUCHED_BLOCK, (last + 1) * TOUCHED_BLOCK);
+            self.run = (first * TOUCHED_BLOCK, end * TOUCHED_BLOCK);
         }
     }
 }
@@ -1832,6 +2060,169 @@ mod tests {
             wave.build(&open, &goal, m).unwrap()
         );
         assert!(!b.sweep.handed_over_lately());
+    }
+
+    /// The field of a builder that has never built before (so crosses no rooms).
+    fn first_build(cost: &CostField, goals: &[UVec2], model: CostModel) -> IntegrationField {
+        let mut fresh = IntegrationBuilder::new();
+        fresh.set_sweeps(false);
+        fresh.build(cost, goals, model).unwrap()
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn waves_cross_rooms_and_fill_them_with_the_values_of_a_wave_through_every_cell() {
+        let (n, side) = (12, 7);
+        let cost = rooms_and_doors(n, side, 4, 3);
+        let pitch = side + 1;
+        let door = (0..cost.width())
+            .map(|x| UVec2::new(x, 1 + side / 2))
+            .find(|&p| p.x % pitch == 0 && p.x > 0 && cost.is_walkable(p))
+            .expect("a door in the middle row of the first rooms");
+        let goal_sets: [&[UVec2]; 5] = [
+            &[UVec2::new(3, 3)], // inside a room
+            &[door],             // on a door between two rooms
+            &[UVec2::new(1, 1)], // a room's corner
+            &[UVec2::new(3, 3), UVec2::new(60, 70), door],
+            &[UVec2::new(n * pitch - 1, n * pitch - 1)],
+        ];
+        for model in [CostModel::TenFourteen, CostModel::Octile] {
+            let mut b = IntegrationBuilder::new();
+            let mut flow = crate::FlowField::new(*cost.grid());
+            for (k, goals) in goal_sets.iter().enumerate() {
+                let want = first_build(&cost, goals, model);
+                let got = b.build(&cost, goals, model).unwrap();
+                assert_eq!(got, want, "goals {goals:?}");
+                // From the second build over the unchanged map on, the wave crosses rooms; a
+                // room holding a goal is left out, the others are filled.
+                assert_eq!(b.wave.rooms, k > 0, "goals {goals:?}");
+                let reachable = want.values().iter().filter(|&&v| v != UNREACHABLE).count();
+                assert_eq!(b.wave.settled, reachable);
+                b.flow_into(&mut flow).unwrap();
+                assert_eq!(
+                    flow,
+                    crate::FlowField::from_integration(&cost, &want).unwrap()
+                );
+            }
+        }
+        // Every room is found whole, its entries the cells beside its doors.
+        let mut b = IntegrationBuilder::new();
+        for _ in 0..2 {
+            b.build(&cost, &[UVec2::new(3, 3)], CostModel::TenFourteen)
+                .unwrap();
+        }
+        let (rooms, entries, interior) = b.rooms.counts();
+        let room_cells = (n * n * side * side) as usize;
+        let doors = cost.walkable_count() - room_cells;
+        assert_eq!(rooms, (n * n) as usize);
+        assert_eq!(entries + interior, room_cells);
+        assert!(
+            (doors..=2 * doors).contains(&entries),
+            "{entries} entries, {doors} doors"
+        );
+        // A change to the map takes the rooms away until it is built again unchanged.
+        let mut changed = cost.clone();
+        changed.set(UVec2::new(4, 4), WALL).unwrap();
+        let goal = [UVec2::new(60, 60)];
+        let want = first_build(&changed, &goal, CostModel::TenFourteen);
+        assert_eq!(
+            b.build(&changed, &goal, CostModel::TenFourteen).unwrap(),
+            want
+        );
+        assert!(!b.wave.rooms);
+        assert_eq!(
+            b.build(&changed, &goal, CostModel::TenFourteen).unwrap(),
+            want
+        );
+        assert!(b.wave.rooms);
+    }
+
+    #[test]
+    fn open_ground_and_time_slices_do_not_cross_rooms() {
+        // An open map is one big rectangle: with the goal in it, nothing is left to cross, and
+        // the sweeps build it.
+        let cost = open(100, 100);
+        let mut b = IntegrationBuilder::new();
+        for _ in 0..3 {
+            b.build(&cost, &[UVec2::new(50, 50)], CostModel::TenFourteen)
+                .unwrap();
+            assert!(!b.wave.rooms && !b.rooms_ready);
+        }
+        // Time-sliced builds settle exactly their budgets: no rooms filled at once.
+        let rooms = rooms_and_doors(6, 7, 4, 1);
+        let mut b = IntegrationBuilder::new();
+        let goal = [UVec2::new(3, 3)];
+        for _ in 0..3 {
+            b.start(&rooms, &goal, CostModel::TenFourteen).unwrap();
+            while let BuildProgress::Running { .. } = b.advance(100).unwrap() {
+                assert!(!b.wave.rooms);
+            }
+            let mut got = IntegrationField::new(*rooms.grid(), CostModel::TenFourteen);
+            b.finish_into(&mut got).unwrap();
+            assert_eq!(got, first_build(&rooms, &goal, CostModel::TenFourteen));
+        }
+    }
+
+    #[test]
+    fn a_wave_crossing_rooms_past_the_range_names_the_cell_a_plain_wave_names() {
+        let cost = rooms_and_doors(4, 7, 4, 5);
+        for model in [CostModel::TenFourteen, CostModel::Octile] {
+            let limit = UNREACHABLE - 1 - model.diagonal() * WALL as u32;
+            // A seed on a room's corner just under the limit: the wave passes it within a
+            // step or two, inside the rooms or at their entries.
+            for (seed, below) in [(UVec2::new(1, 1), 5), (UVec2::new(9, 9), 40)] {
+                let seeds = [(seed, limit - below)];
+                let mut fresh = IntegrationBuilder::new();
+                fresh.set_sweeps(false);
+                let want = fresh.build_seeded(&cost, &seeds, model);
+                assert!(matches!(want, Err(IntegrationError::Overflow { .. })));
+                let mut b = IntegrationBuilder::new();
+                b.build(&cost, &[UVec2::new(20, 20)], model).unwrap();
+                assert_eq!(b.build_seeded(&cost, &seeds, model), want);
+                // And the builder goes on building.
+                assert_eq!(
+                    b.build(&cost, &[UVec2::new(3, 3)], model).unwrap(),
+                    first_build(&cost, &[UVec2::new(3, 3)], model)
+                );
+                assert!(b.wave.rooms);
+            }
+        }
+    }
+
+    #[test]
+    fn a_field_written_again_is_cleared_where_the_last_one_reached_and_this_one_does_not() {
+        // Two maps of one size: the second walls off most of what the first reaches. The field
+        // written by the builder last is cleared block by block; one changed in between (a
+        // repair) or written by another builder is filled whole.
+        // The rooms in a corner of a map mostly of rock, so that the wave's footprint is small.
+        let rooms = rooms_and_doors(6, 7, 4, 2);
+        let mut a = open(160, 160);
+        a.fill_rect(UVec2::ZERO, UVec2::splat(159), WALL).unwrap();
+        for (i, &t) in rooms.costs().iter().enumerate() {
+            let p = rooms.grid().cell(i);
+            a.set(p, t).unwrap();
+        }
+        let mut b_map = a.clone();
+        b_map
+            .fill_rect(UVec2::new(0, 10), UVec2::new(48, 12), WALL)
+            .unwrap();
+        let goal = [UVec2::new(3, 3)];
+        let m = CostModel::TenFourteen;
+        let mut builder = IntegrationBuilder::new();
+        let mut field = IntegrationField::new(*a.grid(), m);
+        for cost in [&a, &a, &b_map, &a, &b_map, &b_map] {
+            builder.build_into(cost, &goal, m, &mut field).unwrap();
+            assert_eq!(field, first_build(cost, &goal, m));
+            assert_ne!(field.stamp, 0);
+        }
+        let mut other = IntegrationBuilder::new();
+        other.build_into(&a, &goal, m, &mut field).unwrap();
+        builder.build_into(&b_map, &goal, m, &mut field).unwrap();
+        assert_eq!(field, first_build(&b_map, &goal, m));
+        field.values_mut()[5] = 7;
+        assert_eq!(field.stamp, 0);
+        builder.build_into(&b_map, &goal, m, &mut field).unwrap();
+        assert_eq!(field, first_build(&b_map, &goal, m));
     }
 
     #[test]

@@ -444,7 +444,7 @@ impl LiveField {
         stats.invalidated = rep.invalid.len();
 
         // Phase 2: restart the invalidated cells and the cheaper ones, then spread decreases.
-        let values = &mut self.integration.values;
+        let values = self.integration.values_mut();
         for &v in &rep.invalid {
             values[v as usize] = UNREACHABLE;
         }
@@ -611,7 +611,7 @@ impl LiveField {
 
     /// Every cell unreachable: the field of a map whose goals are all walled in.
     fn clear(&mut self, cost: &CostField) {
-        self.integration.values.fill(UNREACHABLE);
+        self.integration.values_mut().fill(UNREACHABLE);
         for (f, &c) in self.flow.cells.iter_mut().zip(cost.costs()) {
             *f = if c == WALL {
                 FLOW_WALL

@@ -497,3 +497,108 @@ fn fields_on_a_large_map_equal_the_reference() {
         check_fields(&cost, &goals, model);
     }
 }
+
+/// Rooms of random sizes in a lattice, walls between them, joined by doors one to three cells
+/// wide (sometimes a whole side open), in rock with corridors leading in; some rooms with a
+/// pillar or costly ground inside: the maps a wave crosses room by room.
+fn rooms_map(seed: u64, lattice: u32) -> CostField {
+    let mut state = seed | 1;
+    let mut next = move |n: u32| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as u32
+    };
+    let sides: Vec<(u32, u32)> = (0..lattice * lattice)
+        .map(|_| (2 + next(9), 2 + next(9)))
+        .collect();
+    let pitch = 12;
+    let side = lattice * pitch + 3;
+    let mut costs = vec![WALL; (side * side) as usize];
+    let w = side as usize;
+    let mut set = |x: u32, y: u32, t: u8| costs[y as usize * w + x as usize] = t;
+    for ry in 0..lattice {
+        for rx in 0..lattice {
+            let (rw, rh) = sides[(ry * lattice + rx) as usize];
+            let (x0, y0) = (rx * pitch + 2, ry * pitch + 2);
+            for y in y0..y0 + rh {
+                for x in x0..x0 + rw {
+                    set(x, y, 1);
+                }
+            }
+            match next(6) {
+                0 => set(x0 + next(rw), y0 + next(rh), WALL),
+                1 => set(x0 + next(rw), y0 + next(rh), 1 + next(5) as u8),
+                _ => {}
+            }
+            // A corridor east and one south to the next room (or to the map's edge), a door
+            // one to three cells wide where it meets the room, or the whole side open.
+            let (cy, cx) = (y0 + next(rh), x0 + next(rw));
+            let wide = next(3);
+            for x in x0 + rw..(rx + 1) * pitch + 2 {
+                set(x, cy, 1);
+                if x == x0 + rw {
+                    for k in 0..wide.min(rh - 1) {
+                        set(x, y0 + k, 1);
+                    }
+                }
+            }
+            if next(4) != 0 {
+                for y in y0 + rh..(ry + 1) * pitch + 2 {
+                    set(cx, y, 1);
+                }
+            }
+            if next(8) == 0 {
+                for x in x0..x0 + rw {
+                    set(x, y0 - 1, 1);
+                }
+            }
+        }
+    }
+    CostField::from_costs(horde::Grid::new(side, side).unwrap(), costs).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// One builder reused over a map of rooms: from the second build on, one-shot waves cross
+    /// its rooms in one step and fill them afterwards. Goals in rooms, on their edges, in
+    /// corridors, several at once; time-sliced builds between; either model. Every build
+    /// equals the reference, and settles each reachable cell once.
+    #[test]
+    fn waves_that_cross_rooms_equal_the_reference(
+        seed in any::<u64>(),
+        lattice in 2u32..5,
+        builds in proptest::collection::vec(
+            (proptest::collection::vec(any::<u64>(), 1..4), any::<bool>(), models()),
+            2..6,
+        ),
+    ) {
+        let cost = rooms_map(seed, lattice);
+        let mut builder = IntegrationBuilder::new();
+        let mut field = IntegrationField::new(*cost.grid(), CostModel::TenFourteen);
+        let mut flow = FlowField::new(*cost.grid());
+        for (picks, sliced, model) in builds {
+            let goals = pick_walkable(&cost, &picks);
+            if goals.is_empty() {
+                continue;
+            }
+            let stats = if sliced {
+                builder.start(&cost, &goals, model).unwrap();
+                let mut progress = builder.advance(50).unwrap();
+                while let BuildProgress::Running { .. } = progress {
+                    progress = builder.advance(50).unwrap();
+                }
+                builder.finish_into(&mut field).unwrap()
+            } else {
+                builder.build_into(&cost, &goals, model, &mut field).unwrap()
+            };
+            let want = reference_values(&reference_dijkstra(&cost, &goals, model));
+            prop_assert_eq!(field.values(), &want[..]);
+            let reachable = want.iter().filter(|&&v| v != UNREACHABLE).count();
+            prop_assert_eq!(stats.settled, reachable);
+            builder.flow_into(&mut flow).unwrap();
+            check_flow(&cost, field.values(), &flow, model);
+        }
+    }
+}

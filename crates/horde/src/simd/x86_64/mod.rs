@@ -5,6 +5,7 @@
 pub(crate) mod collide;
 pub(crate) mod flow;
 pub(crate) mod neighbours;
+pub(crate) mod rooms;
 pub(crate) mod sse2;
 pub(crate) mod steer8;
 pub(crate) mod sweep;

@@ -1,0 +1,483 @@
+//! Rooms: open rectangles of plain ground with few ways in, which a one-shot wave crosses in
+//! one step and fills afterwards in closed form.
+//!
+//! Inside a rectangle whose cells are all plain ground, the cheapest path between two of its
+//! cells is the octile one (every cell of the bounding box of the two is open, so the corner
+//! rule never bites). A shortest path to a cell `c` of such a room enters the room for the last
+//! time at one of its *entries* (the room's cells with a legal step to a cell outside it), so
+//! `value(c) = min over entries e of value(e) + octile(e, c)`. The wave therefore settles only
+//! the entries (an entry offers its steps out of the room, and every other entry of the room at
+//! the octile price), and the room's cells are written afterwards, row by row, as that minimum.
+//! Exact, with the same values as a wave through every cell.
+//!
+//! On the maps the wave serves (a dungeon's rooms joined by corridors, rooms behind doors), most
+//! reachable cells are in rooms: the wave settles a tenth of them and the rest is a vector loop.
+//!
+//! The rooms are worked out when a one-shot wave first runs over a map seen unchanged twice, and
+//! kept while it stays so.
+
+use super::{TOUCHED_BLOCK, UNREACHABLE, touch};
+use crate::cost::{CostModel, PLAIN, WALL};
+
+/// The longest side of a room: keeps a room's crossing under one step on the dearest terrain,
+/// so that an entry's value plus a crossing cannot pass the 32-bit range.
+const MAX_SIDE: usize = 128;
+
+/// A room's cells other than entries, at the least: smaller rectangles save too little.
+const MIN_INTERIOR: usize = 12;
+
+/// The rooms a build keeps (those without a seed) must cover at least one walkable cell in this
+/// many for its wave to cross them: below, the open ground between them may suit the row
+/// sweeps better.
+const MIN_SHARE: usize = 3;
+
+/// Columns of a row of [`Rooms::table`].
+const TABLE_WIDTH: usize = 2 * MAX_SIDE - 1;
+
+/// One room: padded rectangle `x0..=x1` × `y0..=y1`, and its entries
+/// `doors[first..end]`.
+#[derive(Debug, Clone, Copy)]
+struct Room {
+    x0: u32,
+    y0: u32,
+    x1: u32,
+    y1: u32,
+    first: u32,
+    end: u32,
+}
+
+/// An entry of a room as its room lists it: padded cell and coordinates.
+#[derive(Debug, Clone, Copy)]
+struct Door {
+    cell: u32,
+    x: u32,
+    y: u32,
+}
+
+/// An entry as the wave finds it by its cell: its room, where the room's list of entries is
+/// (`doors[first..first + count]`), and its legal steps that leave the room (bits as in
+/// `moves_of_row`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Entry {
+    room: u32,
+    first: u32,
+    count: u16,
+    out: u8,
+}
+
+/// The rooms of one map.
+///
+/// Memory: a bit and a half per padded cell (which cells are entries, and a count per 64 of
+/// them), 24 bytes per entry, 24 and a flag per room, a table of crossing prices (128 KiB), and
+/// while they are worked out a byte per padded cell.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Rooms {
+    /// Worked out for the builder's current costs.
+    pub(crate) valid: bool,
+    /// Walkable cells of the map.
+    walkable: usize,
+    rooms: Vec<Room>,
+    /// Each room's entries, room after room.
+    doors: Vec<Door>,
+    /// Every entry, in the order of their cells.
+    entries: Vec<Entry>,
+    /// A bit per padded cell: an entry of a room; and per word of bits, the entries before it,
+    /// so that an entry is found in O(1) (`entry_at`).
+    entry_bits: Vec<u64>,
+    rank: Vec<u32>,
+    /// Rooms left out of this build: a seed lies in them (the wave goes through their cells).
+    disabled: Vec<bool>,
+    disabled_list: Vec<u32>,
+    /// Cells of rooms that are not entries (the fill gives them their values).
+    interior: usize,
+    /// The longest side of any room less one: the most steps a crossing takes.
+    longest: u32,
+    /// Cells taken while working out (1: in a room or tried).
+    taken: Vec<u8>,
+    /// Crossing prices by offset, for the fill: row `dy` (under `MAX_SIDE`) holds the price
+    /// of `(dx, dy)` at column `dx + MAX_SIDE - 1` for `dx` in `-(MAX_SIDE - 1)..MAX_SIDE`,
+    /// so that a row of a room reads one contiguous slice per entry (no multiplies), for the
+    /// step prices `table_prices`.
+    table: Vec<u32>,
+    table_prices: (u32, u32),
+}
+
+/// `row[k] = min(row[k], v + offsets[k])`: the fill's kernel in plain code (and the reference
+/// its vector form is tested against).
+#[inline(always)]
+pub(crate) fn min_plus(row: &mut [u32], offsets: &[u32], v: u32) {
+    for (slot, &o) in row.iter_mut().zip(offsets) {
+        *slot = (*slot).min(v + o);
+    }
+}
+
+impl Rooms {
+    /// Work the rooms out from the padded `costs` and legal steps `moves` (width `pw`, map
+    /// rows `1..=h`): greedily, the largest rectangle of untaken plain cells at each untaken
+    /// cell in row order, kept if it has few entries for its size. O(cells).
+    pub(crate) fn work_out(&mut self, costs: &[u8], moves: &[u8], pw: usize, h: usize) {
+        self.rooms.clear();
+        self.doors.clear();
+        self.entries.clear();
+        self.interior = 0;
+        self.longest = 0;
+        let plen = costs.len();
+        self.taken.clear();
+        self.taken.resize(plen, 0);
+        let mut walkable = 0usize;
+        for y in 1..=h {
+            for x in 1..pw - 1 {
+                let c = y * pw + x;
+                if costs[c] == WALL {
+                    continue;
+                }
+                walkable += 1;
+                if self.taken[c] != 0 || costs[c] != PLAIN {
+                    continue;
+                }
+                let (w, rh) = self.largest_at(costs, pw, h, x, y);
+                if w < 2 || rh < 2 {
+                    // A strip (a corridor, a door) is no room; its other cells may start one
+                    // (a door in a room's top row must not take that row from the room).
+                    self.taken[c] = 1;
+                    continue;
+                }
+                // Claim the rectangle whether or not it becomes a room, so that no later start
+                // looks at its cells again (O(cells) in all).
+                for yy in y..y + rh {
+                    self.taken[yy * pw + x..yy * pw + x + w].fill(1);
+                }
+                self.try_room(moves, pw, x, y, w, rh);
+            }
+        }
+        self.taken = Vec::new();
+        // The entries in the order of their cells, found by rank in the bits.
+        let mut order: Vec<(u32, Entry)> = Vec::with_capacity(self.doors.len());
+        for (i, r) in self.rooms.iter().enumerate() {
+            for d in &self.doors[r.first as usize..r.end as usize] {
+                order.push((
+                    d.cell,
+                    Entry {
+                        room: i as u32,
+                        first: r.first,
+                        count: (r.end - r.first) as u16,
+                        out: moves[d.cell as usize],
+                    },
+                ));
+            }
+        }
+        order.sort_unstable_by_key(|&(cell, _)| cell);
+        self.entry_bits.clear();
+        self.entry_bits.resize(plen.div_ceil(64), 0);
+        for &(cell, _) in &order {
+            self.entry_bits[cell as usize / 64] |= 1 << (cell % 64);
+        }
+        self.entries.extend(order.iter().map(|&(_, e)| e));
+        // `out` held the entry's legal steps; keep those that leave its room.
+        for (e, &(cell, _)) in self.entries.iter_mut().zip(&order) {
+            let r = self.rooms[e.room as usize];
+            e.out &= steps_leaving(&r, cell as usize, pw);
+        }
+        self.rank.clear();
+        let mut before = 0;
+        for &bits in &self.entry_bits {
+            self.rank.push(before);
+            before += bits.count_ones();
+        }
+        self.disabled.clear();
+        self.disabled.resize(self.rooms.len(), false);
+        self.disabled_list.clear();
+        self.walkable = walkable;
+        self.valid = true;
+    }
+
+    /// The rectangle of the most cells with top-left corner (`x`, `y`) over untaken plain
+    /// cells, sides at most `MAX_SIDE`: (width, height).
+    fn largest_at(&self, costs: &[u8], pw: usize, h: usize, x: usize, y: usize) -> (usize, usize) {
+        let free = |c: usize| costs[c] == PLAIN && self.taken[c] == 0;
+        let mut width = 0;
+        while width < MAX_SIDE && x + width < pw - 1 && free(y * pw + x + width) {
+            width += 1;
+        }
+        let mut best = (width, 1, width);
+        let mut rows = 1;
+        while rows < MAX_SIDE && y + rows <= h {
+            let row = (y + rows) * pw + x;
+            let mut run = 0;
+            while run < width && free(row + run) {
+                run += 1;
+            }
+            if run < 2 {
+                break;
+            }
+            width = run;
+            rows += 1;
+            if width * rows > best.2 {
+                best = (width, rows, width * rows);
+            }
+        }
+        (best.0, best.1)
+    }
+
+    /// Keep rectangle `w` × `rh` at (`x`, `y`) as a room if it has few entries for its size.
+    fn try_room(&mut self, moves: &[u8], pw: usize, x: usize, y: usize, w: usize, rh: usize) {
+        let first = self.doors.len();
+        let r = Room {
+            x0: x as u32,
+            y0: y as u32,
+            x1: (x + w - 1) as u32,
+            y1: (y + rh - 1) as u32,
+            first: first as u32,
+            end: first as u32,
+        };
+        let doors = &mut self.doors;
+        let mut border = |cx: usize, cy: usize| {
+            let c = cy * pw + cx;
+            if moves[c] & steps_leaving(&r, c, pw) != 0 {
+                doors.push(Door {
+                    cell: c as u32,
+                    x: cx as u32,
+                    y: cy as u32,
+                });
+            }
+        };
+        let (x1, y1) = (r.x1 as usize, r.y1 as usize);
+        for cy in y..=y1 {
+            if cy == y || cy == y1 {
+                (x..=x1).for_each(|cx| border(cx, cy));
+            } else {
+                border(x, cy);
+                border(x1, cy);
+            }
+        }
+        let n = doors.len() - first;
+        let area = w * rh;
+        // Each entry offers every other: n² offers in all, against eight for each of the room's
+        // cells the wave would expand one by one.
+        if area - n < MIN_INTERIOR || n * n > 2 * area || n > u16::MAX as usize {
+            doors.truncate(first);
+            return;
+        }
+        self.interior += area - n;
+        self.longest = self.longest.max((w.max(rh) - 1) as u32);
+        self.rooms.push(Room {
+            end: doors.len() as u32,
+            ..r
+        });
+    }
+
+    /// The most a crossing of a room costs under `model` (raw units).
+    pub(crate) fn longest_crossing(&self, model: CostModel) -> u32 {
+        model.diagonal() * self.longest
+    }
+
+    /// Leave out of this build every room that holds one of the padded `seeds` (the wave goes
+    /// through their cells as through any others), and say whether the rooms kept are worth
+    /// crossing (see `MIN_SHARE`). O(seeds × rooms).
+    pub(crate) fn begin(&mut self, seeds: &[(u32, u32)], pw: usize) -> bool {
+        for &r in &self.disabled_list {
+            self.disabled[r as usize] = false;
+        }
+        self.disabled_list.clear();
+        let mut kept = self.interior;
+        for &(_, c) in seeds {
+            let (x, y) = (c % pw as u32, c / pw as u32);
+            for (i, r) in self.rooms.iter().enumerate() {
+                if (r.x0..=r.x1).contains(&x) && (r.y0..=r.y1).contains(&y) && !self.disabled[i] {
+                    self.disabled[i] = true;
+                    self.disabled_list.push(i as u32);
+                    kept -= r.interior();
+                }
+            }
+        }
+        kept > 0 && kept * MIN_SHARE >= self.walkable
+    }
+
+    /// The entry at padded cell `c`, if `c` is one of a room in this build. O(1).
+    #[inline(always)]
+    pub(crate) fn entry_at(&self, c: usize) -> Option<&Entry> {
+        let bits = self.entry_bits[c / 64];
+        if bits & 1 << (c % 64) == 0 {
+            return None;
+        }
+        let i = self.rank[c / 64] + (bits & ((1 << (c % 64)) - 1)).count_ones();
+        let e = &self.entries[i as usize];
+        (self.disabled_list.is_empty() || !self.disabled[e.room as usize]).then_some(e)
+    }
+
+    /// The entries of `e`'s room other than `c` (`e`'s cell), each with the price of crossing
+    /// to it from `c`.
+    #[inline(always)]
+    pub(crate) fn crossings(
+        &self,
+        e: &Entry,
+        c: usize,
+        pw: usize,
+        (straight, diagonal): (u32, u32),
+    ) -> impl Iterator<Item = (usize, u32)> + '_ {
+        let (cx, cy) = ((c % pw) as u32, (c / pw) as u32);
+        let first = e.first as usize;
+        self.doors[first..first + e.count as usize]
+            .iter()
+            .filter(move |d| d.cell as usize != c)
+            .map(move |d| {
+                let (dx, dy) = (d.x.abs_diff(cx), d.y.abs_diff(cy));
+                let (lo, hi) = (dx.min(dy), dx.max(dy));
+                (d.cell as usize, diagonal * lo + straight * (hi - lo))
+            })
+    }
+
+    /// The legal steps of entry `e` that leave its room.
+    #[inline(always)]
+    pub(crate) fn steps_out(e: &Entry) -> u8 {
+        e.out
+    }
+
+    /// Give every cell of the rooms in this build its value from the room's entries, mark the
+    /// footprint, and return the cells so given (entries excluded), or the first cell whose
+    /// value would pass `limit`. O(cells of the rooms × entries each).
+    pub(crate) fn fill(
+        &mut self,
+        dist: &mut [u32],
+        touched: &mut [u64],
+        pw: usize,
+        prices: (u32, u32),
+        limit: u32,
+        sources: &mut Vec<(u32, u32, u32)>,
+    ) -> Result<usize, usize> {
+        if self.table_prices != prices || self.table.len() != MAX_SIDE * TABLE_WIDTH {
+            let (straight, diagonal) = prices;
+            self.table.clear();
+            for dy in 0..MAX_SIDE as u32 {
+                self.table.extend((0..TABLE_WIDTH as u32).map(|j| {
+                    let dx = j.abs_diff(MAX_SIDE as u32 - 1);
+                    let (lo, hi) = (dx.min(dy), dx.max(dy));
+                    diagonal * lo + straight * (hi - lo)
+                }));
+            }
+            self.table_prices = prices;
+        }
+        let fill = Fill {
+            dist,
+            touched,
+            pw,
+            diagonal: prices.1,
+            limit,
+            sources,
+        };
+        #[cfg(target_arch = "x86_64")]
+        if let Some(avx2) = crate::simd::cpu().avx2 {
+            return avx2.fill_rooms(self, fill);
+        }
+        self.fill_with(fill, min_plus)
+    }
+
+    /// [`fill`](Self::fill) with `min_plus` (the plain code or a vector kernel).
+    #[inline(always)]
+    pub(crate) fn fill_with(
+        &self,
+        fill: Fill<'_>,
+        min_plus: impl Fn(&mut [u32], &[u32], u32),
+    ) -> Result<usize, usize> {
+        let Fill {
+            dist,
+            touched,
+            pw,
+            diagonal,
+            limit,
+            sources,
+        } = fill;
+        let mut filled = 0;
+        for (i, r) in self.rooms.iter().enumerate() {
+            if self.disabled[i] {
+                continue;
+            }
+            sources.clear();
+            let mut top = 0;
+            for d in &self.doors[r.first as usize..r.end as usize] {
+                let v = dist[d.cell as usize];
+                if v != UNREACHABLE {
+                    sources.push((d.x, d.y, v));
+                    top = top.max(v);
+                }
+            }
+            if sources.is_empty() {
+                continue;
+            }
+            let (x0, x1) = (r.x0 as usize, r.x1 as usize);
+            // Entries hold at most `limit` (the wave checks as it expands them); a crossing adds
+            // at most `diagonal × longest`, so the sums stay in range and need checking only
+            // near the top.
+            let check = top as u64 + (diagonal * self.longest) as u64 > limit as u64;
+            for y in r.y0..=r.y1 {
+                let start = y as usize * pw + x0;
+                let row = &mut dist[start..=start + (x1 - x0)];
+                row.fill(UNREACHABLE);
+                for &(ex, ey, v) in sources.iter() {
+                    let dy = y.abs_diff(ey) as usize;
+                    // The table's row `dy`, from the column of dx = x0 − ex.
+                    let at = dy * TABLE_WIDTH + x0 + MAX_SIDE - 1 - ex as usize;
+                    min_plus(row, &self.table[at..at + row.len()], v);
+                }
+                if check && let Some(k) = row.iter().position(|&v| v > limit) {
+                    return Err(start + k);
+                }
+                let mut block = start / TOUCHED_BLOCK;
+                while block * TOUCHED_BLOCK <= start + (x1 - x0) {
+                    touch(touched, block * TOUCHED_BLOCK);
+                    block += 1;
+                }
+            }
+            filled += r.interior();
+        }
+        Ok(filled)
+    }
+
+    /// Rooms, entries and cells of rooms that are not entries (for the tests).
+    #[cfg(test)]
+    pub(crate) fn counts(&self) -> (usize, usize, usize) {
+        (self.rooms.len(), self.entries.len(), self.interior)
+    }
+}
+
+impl Room {
+    /// Cells that are not entries.
+    fn interior(&self) -> usize {
+        ((self.x1 - self.x0 + 1) * (self.y1 - self.y0 + 1) - (self.end - self.first)) as usize
+    }
+}
+
+/// What [`Rooms::fill`] writes, and with what.
+pub(crate) struct Fill<'a> {
+    dist: &'a mut [u32],
+    touched: &'a mut [u64],
+    pw: usize,
+    diagonal: u32,
+    limit: u32,
+    sources: &'a mut Vec<(u32, u32, u32)>,
+}
+
+/// The steps (bits as in `moves_of_row`) from padded cell `c` that leave room `r`.
+fn steps_leaving(r: &Room, c: usize, pw: usize) -> u8 {
+    const STEPS: [(i64, i64); 8] = [
+        (0, -1),
+        (1, 0),
+        (0, 1),
+        (-1, 0),
+        (1, -1),
+        (1, 1),
+        (-1, 1),
+        (-1, -1),
+    ];
+    let (x, y) = ((c % pw) as i64, (c / pw) as i64);
+    let mut out = 0;
+    for (bit, (dx, dy)) in STEPS.iter().enumerate() {
+        let (nx, ny) = (x + dx, y + dy);
+        let inside =
+            (r.x0 as i64..=r.x1 as i64).contains(&nx) && (r.y0 as i64..=r.y1 as i64).contains(&ny);
+        if !inside {
+            out |= 1 << bit;
+        }
+    }
+    out
+}
