@@ -2617,9 +2617,10 @@ mod tests {
     }
 
     /// Rooms joined by one-cell doors, the goal in a far corner: the sweeps need more passes
-    /// than on open ground yet finish well before a maze would, and there they beat the wave,
-    /// so they are swept to the end and kept (the work and times per map are in
-    /// `docs/benchmarks.md`).
+    /// than on open ground yet finish well before a maze would, and there they beat a wave
+    /// through every cell, so a first build (or a time-sliced one) is swept to the end (the
+    /// work and times per map are in `docs/benchmarks.md`). One-shot builds over the map once
+    /// built go to the wave, which crosses the rooms (see the test above).
     #[test]
     #[cfg_attr(miri, ignore)]
     fn rooms_joined_by_doors_are_swept_to_the_end() {

@@ -34,6 +34,9 @@ const MIN_SHARE: usize = 3;
 /// Columns of a row of [`Rooms::table`].
 const TABLE_WIDTH: usize = 2 * MAX_SIDE - 1;
 
+/// The fill's vector width, in cells (eight 32-bit lanes of AVX2).
+const LANES: usize = 8;
+
 /// One room: padded rectangle `x0..=x1` × `y0..=y1`, and its entries
 /// `doors[first..end]`.
 #[derive(Debug, Clone, Copy)]
@@ -345,7 +348,7 @@ impl Rooms {
         limit: u32,
         sources: &mut Vec<(u32, u32, u32)>,
     ) -> Result<usize, usize> {
-        if self.table_prices != prices || self.table.len() != MAX_SIDE * TABLE_WIDTH {
+        if self.table_prices != prices || self.table.len() != MAX_SIDE * TABLE_WIDTH + LANES {
             let (straight, diagonal) = prices;
             self.table.clear();
             for dy in 0..MAX_SIDE as u32 {
@@ -355,6 +358,8 @@ impl Rooms {
                     diagonal * lo + straight * (hi - lo)
                 }));
             }
+            // The last row's last lanes read past it (into lanes that are dropped).
+            self.table.extend([0; LANES]);
             self.table_prices = prices;
         }
         let fill = Fill {
@@ -409,16 +414,28 @@ impl Rooms {
             // at most `diagonal × longest`, so the sums stay in range and need checking only
             // near the top.
             let check = top as u64 + (diagonal * self.longest) as u64 > limit as u64;
+            // A row is worked out in whole vectors of `LANES` (a room seven wide would otherwise
+            // go through the loop's scalar tail), then copied into place.
+            let len = x1 - x0 + 1;
+            let lanes = len.next_multiple_of(LANES);
+            let mut acc = [UNREACHABLE; MAX_SIDE.next_multiple_of(LANES)];
             for y in r.y0..=r.y1 {
                 let start = y as usize * pw + x0;
-                let row = &mut dist[start..=start + (x1 - x0)];
-                row.fill(UNREACHABLE);
+                let acc = &mut acc[..lanes];
+                acc.fill(UNREACHABLE);
                 for &(ex, ey, v) in sources.iter() {
                     let dy = y.abs_diff(ey) as usize;
                     // The table's row `dy`, from the column of dx = x0 − ex.
                     let at = dy * TABLE_WIDTH + x0 + MAX_SIDE - 1 - ex as usize;
-                    min_plus(row, &self.table[at..at + row.len()], v);
+                    for (a, o) in acc
+                        .chunks_exact_mut(LANES)
+                        .zip(self.table[at..at + lanes].chunks_exact(LANES))
+                    {
+                        min_plus(a, o, v);
+                    }
                 }
+                let row = &mut dist[start..start + len];
+                row.copy_from_slice(&acc[..len]);
                 if check && let Some(k) = row.iter().position(|&v| v > limit) {
                     return Err(start + k);
                 }
