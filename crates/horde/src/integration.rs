@@ -575,10 +575,14 @@ impl IntegrationBuilder {
         );
         padded.sort_unstable();
         let max_terrain = self.max_terrain;
-        // A one-shot build over a map built before and unchanged since, whose rooms (worked out
-        // now if need be) cover enough of it, goes straight to the wave, which crosses them.
-        self.rooms_ready =
-            self.one_shot && self.rows_changed == 0 && padded.len() <= MAX_ROOM_SEEDS && {
+        // A one-shot build over a map built before and unchanged since, whose rooms cover enough
+        // of it, goes straight to the wave, which crosses them. The rooms are worked out (a pass
+        // over the map) once the sweeps found the map winding, or when they are off.
+        self.rooms_ready = self.one_shot
+            && self.rows_changed == 0
+            && padded.len() <= MAX_ROOM_SEEDS
+            && (self.rooms.valid || self.no_sweep || self.sweep.winding())
+            && {
                 if !self.rooms.valid {
                     self.update_moves();
                     self.rooms
@@ -2087,7 +2091,10 @@ mod tests {
             &[UVec2::new(n * pitch - 1, n * pitch - 1)],
         ];
         for model in [CostModel::TenFourteen, CostModel::Octile] {
+            // (With the sweeps off, rooms are looked for without waiting for the sweeps to find
+            // the map winding.)
             let mut b = IntegrationBuilder::new();
+            b.set_sweeps(false);
             let mut flow = crate::FlowField::new(*cost.grid());
             for (k, goals) in goal_sets.iter().enumerate() {
                 let want = first_build(&cost, goals, model);
@@ -2107,6 +2114,7 @@ mod tests {
         }
         // Every room is found whole, its entries the cells beside its doors.
         let mut b = IntegrationBuilder::new();
+        b.set_sweeps(false);
         for _ in 0..2 {
             b.build(&cost, &[UVec2::new(3, 3)], CostModel::TenFourteen)
                 .unwrap();
@@ -2139,14 +2147,18 @@ mod tests {
 
     #[test]
     fn open_ground_and_time_slices_do_not_cross_rooms() {
-        // An open map is one big rectangle: with the goal in it, nothing is left to cross, and
-        // the sweeps build it.
+        // An open map is swept without looking for rooms; and it is one big rectangle: with the
+        // goal in it, nothing is left to cross (looked for with the sweeps off).
         let cost = open(100, 100);
-        let mut b = IntegrationBuilder::new();
-        for _ in 0..3 {
-            b.build(&cost, &[UVec2::new(50, 50)], CostModel::TenFourteen)
-                .unwrap();
-            assert!(!b.wave.rooms && !b.rooms_ready);
+        for sweeps in [true, false] {
+            let mut b = IntegrationBuilder::new();
+            b.set_sweeps(sweeps);
+            for _ in 0..3 {
+                b.build(&cost, &[UVec2::new(50, 50)], CostModel::TenFourteen)
+                    .unwrap();
+                assert!(!b.wave.rooms && !b.rooms_ready);
+                assert_eq!(b.rooms.valid, !sweeps && b.rows_changed == 0);
+            }
         }
         // Time-sliced builds settle exactly their budgets: no rooms filled at once.
         let rooms = rooms_and_doors(6, 7, 4, 1);
@@ -2177,6 +2189,7 @@ mod tests {
                 let want = fresh.build_seeded(&cost, &seeds, model);
                 assert!(matches!(want, Err(IntegrationError::Overflow { .. })));
                 let mut b = IntegrationBuilder::new();
+                b.set_sweeps(false);
                 b.build(&cost, &[UVec2::new(20, 20)], model).unwrap();
                 assert_eq!(b.build_seeded(&cost, &seeds, model), want);
                 // And the builder goes on building.
@@ -2215,6 +2228,9 @@ mod tests {
             assert_eq!(field, first_build(cost, &goal, m));
             assert_ne!(field.stamp, 0);
         }
+        // The sweeps found this map of rock winding: the last build, over the map unchanged,
+        // crossed its rooms.
+        assert!(builder.sweep.winding() && builder.wave.rooms);
         let mut other = IntegrationBuilder::new();
         other.build_into(&a, &goal, m, &mut field).unwrap();
         builder.build_into(&b_map, &goal, m, &mut field).unwrap();
