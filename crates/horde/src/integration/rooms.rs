@@ -276,7 +276,7 @@ impl Rooms {
 
     /// Leave out of this build every room that holds one of the padded `seeds` (the wave goes
     /// through their cells as through any others), and say whether the rooms kept are worth
-    /// crossing (see `MIN_SHARE`). O(seeds × rooms).
+    /// crossing (see `MIN_SHARE`). O(seeds × (log rooms + rooms whose rows could hold it)).
     pub(crate) fn begin(&mut self, seeds: &[(u32, u32)], pw: usize) -> bool {
         for &r in &self.disabled_list {
             self.disabled[r as usize] = false;
@@ -285,7 +285,13 @@ impl Rooms {
         let mut kept = self.interior;
         for &(_, c) in seeds {
             let (x, y) = (c % pw as u32, c / pw as u32);
-            for (i, r) in self.rooms.iter().enumerate() {
+            // Rooms come in the order of their top rows; one holding row `y` starts at most
+            // `MAX_SIDE - 1` rows above it.
+            let from = self
+                .rooms
+                .partition_point(|r| r.y0 + (MAX_SIDE as u32 - 1) < y);
+            let to = self.rooms.partition_point(|r| r.y0 <= y);
+            for (i, r) in self.rooms.iter().enumerate().take(to).skip(from) {
                 if (r.x0..=r.x1).contains(&x) && (r.y0..=r.y1).contains(&y) && !self.disabled[i] {
                     self.disabled[i] = true;
                     self.disabled_list.push(i as u32);
