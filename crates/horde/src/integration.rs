@@ -2178,11 +2178,22 @@ mod tests {
     #[test]
     fn a_wave_crossing_rooms_past_the_range_names_the_cell_a_plain_wave_names() {
         let cost = rooms_and_doors(4, 7, 4, 5);
+        let door = (0..cost.width())
+            .flat_map(|x| (0..cost.height()).map(move |y| UVec2::new(x, y)))
+            .find(|&p| p.x % 8 == 0 && p.x > 0 && cost.is_walkable(p))
+            .expect("a door in a wall between two rooms");
         for model in [CostModel::TenFourteen, CostModel::Octile] {
             let limit = UNREACHABLE - 1 - model.diagonal() * WALL as u32;
-            // A seed on a room's corner just under the limit: the wave passes it within a
-            // step or two, inside the rooms or at their entries.
-            for (seed, below) in [(UVec2::new(1, 1), 5), (UVec2::new(9, 9), 40)] {
+            let straight = model.straight();
+            // A seed in a room just under the limit: the wave passes it within a step or two
+            // (the room is left out). A seed on a door: the entries beside it stay under the
+            // limit, their crossings pass it, so the wave that crosses rooms fails at another
+            // entry than a plain wave, and must start again to name the plain wave's cell.
+            for (seed, below) in [
+                (UVec2::new(1, 1), 5),
+                (UVec2::new(9, 9), 40),
+                (door, straight + straight / 2),
+            ] {
                 let seeds = [(seed, limit - below)];
                 let mut fresh = IntegrationBuilder::new();
                 fresh.set_sweeps(false);
