@@ -955,13 +955,6 @@ impl IntegrationBuilder {
         self.touched_valid = true;
     }
 
-    /// The parts of rows the last wave touched, as (padded row, first padded column, last
-    /// padded column) within the map, in order; `None` when the last build was swept, or when
-    /// the wave touched more than a third of the map (a whole-map pass is cheaper then).
-    pub(crate) fn touched_spans(&self) -> Option<TouchedSpans<'_>> {
-        self.footprint_spans()
-    }
-
     /// The spans of the last field written (see [`touched_spans`](Self::touched_spans)),
     /// listed as it was written.
     pub(crate) fn written_spans(&self) -> Option<impl Iterator<Item = (usize, usize, usize)>> {
@@ -972,7 +965,10 @@ impl IntegrationBuilder {
         })
     }
 
-    fn footprint_spans(&self) -> Option<TouchedSpans<'_>> {
+    /// The parts of rows the last wave touched, as (padded row, first padded column, last
+    /// padded column) within the map, in order; `None` when the last build was swept, or when
+    /// the wave touched more than a third of the map (a whole-map pass is cheaper then).
+    pub(crate) fn touched_spans(&self) -> Option<TouchedSpans<'_>> {
         if !self.touched_valid {
             return None;
         }
