@@ -273,12 +273,33 @@ pub enum CostEdit {
 
 /// Terrain cost of every cell: 1 = plain ground, 2..=254 = that many times slower, 255 = wall.
 ///
-/// Memory: 1 byte per cell (16 KiB for 128 × 128), in one flat `Vec<u8>` indexed `y * width + x`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Memory: 1 byte per cell (16 KiB for 128 × 128), in one flat `Vec<u8>` indexed `y * width + x`,
+/// and 8 bytes of version.
+#[derive(Debug, Clone)]
 pub struct CostField {
     grid: Grid,
     costs: Vec<u8>,
+    /// A number no other field's costs have had (a clone shares it with its original until
+    /// either changes): a builder that saw this version last knows the map unchanged without
+    /// comparing it byte by byte.
+    version: u64,
 }
+
+/// The next [`CostField`] version; 0 is never handed out.
+static NEXT_VERSION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn next_version() -> u64 {
+    NEXT_VERSION.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Two fields are equal when their grids and costs are; versions say nothing of content.
+impl PartialEq for CostField {
+    fn eq(&self, other: &CostField) -> bool {
+        self.grid == other.grid && self.costs == other.costs
+    }
+}
+
+impl Eq for CostField {}
 
 impl CostField {
     /// A field of plain ground.
@@ -291,6 +312,7 @@ impl CostField {
         CostField {
             costs: vec![PLAIN; grid.len()],
             grid,
+            version: next_version(),
         }
     }
 
@@ -314,7 +336,17 @@ impl CostField {
             let c = grid.cell(i);
             return Err(CostError::ZeroCost { x: c.x, y: c.y });
         }
-        Ok(CostField { grid, costs })
+        Ok(CostField {
+            grid,
+            costs,
+            version: next_version(),
+        })
+    }
+
+    /// This field's version: another number after every change to its costs (see the field's
+    /// documentation), never 0.
+    pub(crate) fn version(&self) -> u64 {
+        self.version
     }
 
     /// The grid this field covers.
@@ -466,6 +498,7 @@ impl CostField {
             });
         }
         self.costs[i] = cost;
+        self.version = next_version();
         Ok(())
     }
 
@@ -488,6 +521,7 @@ impl CostField {
                 });
             }
         }
+        self.version = next_version();
         for &(cell, cost) in edits {
             let i = self.grid.index(cell)?;
             self.costs[i] = cost;
@@ -505,6 +539,7 @@ impl CostField {
     /// ```
     pub fn fill_rect(&mut self, min: UVec2, max: UVec2, cost: u8) -> Result<(), CostError> {
         self.check_rect(min, max, cost)?;
+        self.version = next_version();
         let w = self.grid.width() as usize;
         for y in min.y..=max.y {
             let row = y as usize * w;
@@ -557,6 +592,7 @@ impl CostField {
         }
         // Remember the first old cost of every touched cell; a cell counts as changed when its
         // final cost differs from that.
+        self.version = next_version();
         let w = self.grid.width() as usize;
         let mut before: Vec<(u32, u8)> = Vec::new();
         for edit in edits {
@@ -610,6 +646,7 @@ impl CostField {
         Ok(CostField {
             grid: self.grid,
             costs,
+            version: next_version(),
         })
     }
 
@@ -631,6 +668,7 @@ impl CostField {
             lo = lo.min(c);
             hi = hi.max(c);
         }
+        inflated.version = next_version();
         let offsets = inflation_offsets(radius);
         let reach = radius.ceil() as u32 + 1;
         let (w, h) = (self.width(), self.height());
@@ -687,6 +725,7 @@ impl CostField {
                 .validate()
                 .map_err(|reason| CostError::BadShape { index, reason })?;
         }
+        self.version = next_version();
         let g = self.grid;
         let w = g.width() as usize;
         let mut stamped = 0;
@@ -740,6 +779,45 @@ pub(crate) fn max_walkable(costs: &[u8]) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_change_gives_a_field_a_new_version_and_equality_ignores_it() {
+        let grid = Grid::new(6, 6).unwrap();
+        let mut field = CostField::new(grid);
+        let copy = field.clone();
+        assert_eq!(copy.version(), field.version());
+        assert_ne!(CostField::new(grid).version(), field.version());
+        let mut inflated = field.inflated(1.0).unwrap();
+        let mut seen = vec![field.version(), inflated.version()];
+        let cell = UVec2::new(2, 2);
+        let changes: [&dyn Fn(&mut CostField); 5] = [
+            &|f| f.set(cell, 3).unwrap(),
+            &|f| f.set_many(&[(cell, 4)]).unwrap(),
+            &|f| f.fill_rect(cell, cell, 5).unwrap(),
+            &|f| {
+                f.apply_edits(&[CostEdit::Cell { cell, cost: 6 }]).unwrap();
+            },
+            &|f| {
+                let shape = Shape::Circle {
+                    center: Vec2::new(2.5, 2.5),
+                    radius: 0.4,
+                };
+                f.stamp(&[shape], WALL).unwrap();
+            },
+        ];
+        for (k, change) in changes.iter().enumerate() {
+            change(&mut field);
+            assert!(!seen.contains(&field.version()), "change {k}");
+            seen.push(field.version());
+        }
+        field.reinflate(1.0, &[cell], &mut inflated);
+        assert!(!seen.contains(&inflated.version()));
+        // Same costs, other versions: equal.
+        let mut again = CostField::new(grid);
+        again.set(cell, WALL).unwrap();
+        assert_eq!(again, field);
+        assert_ne!(again.version(), field.version());
+    }
 
     #[test]
     fn cost_models_are_named_as_the_command_line_spells_them() {

@@ -18,7 +18,7 @@ use thiserror::Error;
 
 use crate::cost::{CostField, CostModel, WALL};
 use crate::grid::{Dir8, Grid, SizeMismatch, axis_cell};
-use crate::integration::{IntegrationBuilder, IntegrationField, UNREACHABLE};
+use crate::integration::{IntegrationBuilder, IntegrationField, UNREACHABLE, for_gone_cells};
 
 /// Flow byte of a goal cell.
 pub const FLOW_GOAL: u8 = 8;
@@ -63,13 +63,29 @@ pub enum FlowSample {
 
 /// The direction to step from every cell.
 ///
-/// Memory: exactly 1 byte per cell (16 KiB for 128 × 128), one flat `Vec<u8>` indexed
-/// `y * width + x`; the byte layout is in the [module documentation](self).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Memory: 1 byte per cell (16 KiB for 128 × 128), one flat `Vec<u8>` indexed `y * width + x`
+/// (the byte layout is in the [module documentation](self)); after a build that reached few
+/// cells, also 1 bit per 16 cells (the footprint below).
+#[derive(Debug, Clone)]
 pub struct FlowField {
     pub(crate) grid: Grid,
-    pub(crate) cells: Vec<u8>,
+    cells: Vec<u8>,
+    /// The blocks of padded cells (see [`IntegrationBuilder::touched_spans`]) where the last
+    /// builder to write this field wrote arrows, and the [`CostField`](crate::CostField)
+    /// version whose terrain gave every other cell its byte (0: unknown). The next build over
+    /// the same map rewrites only the blocks it or this footprint holds.
+    footprint: Vec<u64>,
+    footprint_of: u64,
 }
+
+/// Two fields are equal when their grids and bytes are; how they were written does not count.
+impl PartialEq for FlowField {
+    fn eq(&self, other: &FlowField) -> bool {
+        self.grid == other.grid && self.cells == other.cells
+    }
+}
+
+impl Eq for FlowField {}
 
 impl FlowField {
     /// A field with every cell unreachable (a target for [`IntegrationBuilder::flow_into`]).
@@ -77,7 +93,15 @@ impl FlowField {
         FlowField {
             grid,
             cells: vec![FLOW_UNREACHABLE; grid.len()],
+            footprint: Vec::new(),
+            footprint_of: 0,
         }
+    }
+
+    /// The bytes, to be written by other means than a builder's footprint.
+    pub(crate) fn cells_mut(&mut self) -> &mut [u8] {
+        self.footprint_of = 0;
+        &mut self.cells
     }
 
     /// Derive the flow field of an integration field built on `cost`. Allocates two padded
@@ -111,7 +135,7 @@ impl FlowField {
             pd[dst..dst + w as usize].copy_from_slice(&integration.values()[src..src + w as usize]);
         }
         let mut out = FlowField::new(*cost.grid());
-        derive(&pc, &pd, pw, integration.model(), &mut out.cells);
+        derive(&pc, &pd, pw, integration.model(), out.cells_mut());
         Ok(out)
     }
 
@@ -326,50 +350,75 @@ impl IntegrationBuilder {
             "the integration field",
             built,
         )?;
+        let pw = self.padded_width;
         match self.written_spans() {
-            Some(spans) => derive_spans(
-                &self.costs,
-                &self.dist,
-                self.padded_width,
-                self.model,
-                &mut out.cells,
-                spans,
-            ),
-            None => derive(
-                &self.costs,
-                &self.dist,
-                self.padded_width,
-                self.model,
-                &mut out.cells,
-            ),
+            Some(spans) => {
+                let version = self.cost_version();
+                let known = version != 0
+                    && out.footprint_of == version
+                    && out.footprint.len() == self.touched().len();
+                if known {
+                    // Outside both footprints the bytes are this terrain's already.
+                    refill_gone_blocks(
+                        &out.footprint,
+                        self.touched(),
+                        &self.costs,
+                        pw,
+                        &mut out.cells,
+                    );
+                } else {
+                    fill_from_terrain(&self.costs, pw, &mut out.cells);
+                }
+                derive_over(
+                    &self.costs,
+                    &self.dist,
+                    pw,
+                    self.model,
+                    &mut out.cells,
+                    0,
+                    spans,
+                );
+                out.footprint.clear();
+                out.footprint.extend_from_slice(self.touched());
+                out.footprint_of = version;
+            }
+            None => {
+                derive(&self.costs, &self.dist, pw, self.model, out.cells_mut());
+            }
         }
         Ok(())
     }
 }
 
-/// The flow kernel over the parts of rows a wave touched (see
-/// [`IntegrationBuilder::touched_spans`]); every other cell is a wall or out of reach, its byte
-/// read from the terrain alone.
-fn derive_spans(
-    costs: &[u8],
-    dist: &[u32],
-    pw: usize,
-    model: CostModel,
-    out: &mut [u8],
-    spans: impl Iterator<Item = (usize, usize, usize)>,
-) {
+/// The byte of a cell the wave did not reach: a wall's or an unreachable cell's.
+#[inline(always)]
+fn unreached_byte(terrain: u8) -> u8 {
+    if terrain == WALL {
+        FLOW_WALL
+    } else {
+        FLOW_UNREACHABLE
+    }
+}
+
+/// Every cell's byte as if the wave reached none (padded costs, padded width `pw`): the flow
+/// field outside a wave's footprint (see [`IntegrationBuilder::touched_spans`]).
+fn fill_from_terrain(costs: &[u8], pw: usize, out: &mut [u8]) {
     let w = pw - 2;
     for (y, row) in out.chunks_exact_mut(w).enumerate() {
         let terrain = &costs[(y + 1) * pw + 1..][..w];
         for (byte, &t) in row.iter_mut().zip(terrain) {
-            *byte = if t == WALL {
-                FLOW_WALL
-            } else {
-                FLOW_UNREACHABLE
-            };
+            *byte = unreached_byte(t);
         }
     }
-    derive_over(costs, dist, pw, model, out, 0, spans);
+}
+
+/// The terrain's bytes (as [`fill_from_terrain`] gives them) into the map cells of the
+/// footprint blocks marked in `old` and not in `new`.
+fn refill_gone_blocks(old: &[u64], new: &[u64], costs: &[u8], pw: usize, out: &mut [u8]) {
+    let height = out.len() / (pw - 2);
+    for_gone_cells(old, new, pw, height, |p, i| {
+        out[i] = unreached_byte(costs[p])
+    });
 }
 
 /// The arrows of spans of rows (padded row, first and last padded column) into `out`, which
@@ -1048,7 +1097,8 @@ mod tests {
             let mut plain = vec![0u8; n];
             derive_rows(&b.costs, &b.dist, pw, model, &mut plain, 0);
             let mut dispatched = vec![0xAAu8; n];
-            derive_spans(&b.costs, &b.dist, pw, model, &mut dispatched, spans());
+            fill_from_terrain(&b.costs, pw, &mut dispatched);
+            derive_over(&b.costs, &b.dist, pw, model, &mut dispatched, 0, spans());
             assert_eq!(dispatched, plain);
             // Each kernel writes the footprint's cells, and only those.
             let scrambled = || {
@@ -1084,6 +1134,67 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_flow_field_written_again_rewrites_only_what_either_footprint_holds() {
+        use crate::{CostField, CostModel, Grid, IntegrationBuilder, WALL};
+        // A map of rock with two parts that do not meet: a winding corridor at the top left
+        // and a room at the bottom right, so that each wave's footprint is small and the two
+        // parts' footprints share no block.
+        let mut cost = CostField::new(Grid::new(160, 160).unwrap());
+        cost.fill_rect(UVec2::ZERO, UVec2::splat(159), WALL)
+            .unwrap();
+        for (k, y) in (2..=38).step_by(4).enumerate() {
+            cost.fill_rect(UVec2::new(2, y), UVec2::new(60, y), 1)
+                .unwrap();
+            let x = if k % 2 == 0 { 60 } else { 2 };
+            if y < 38 {
+                cost.fill_rect(UVec2::new(x, y), UVec2::new(x, y + 4), 1)
+                    .unwrap();
+            }
+        }
+        cost.fill_rect(UVec2::new(100, 100), UVec2::new(140, 140), 3)
+            .unwrap();
+        let (a, b, c) = (UVec2::new(2, 2), UVec2::new(120, 120), UVec2::new(60, 38));
+        let m = CostModel::TenFourteen;
+        let mut builder = IntegrationBuilder::new();
+        let mut field = IntegrationField::new(*cost.grid(), m);
+        let mut flow = FlowField::new(*cost.grid());
+        let check = |builder: &IntegrationBuilder,
+                     cost: &CostField,
+                     field: &IntegrationField,
+                     flow: &FlowField,
+                     step: &str| {
+            assert_eq!(
+                *flow,
+                FlowField::from_integration(cost, field).unwrap(),
+                "{step}"
+            );
+            // The footprint was used: the next build over this map may rely on it.
+            assert_eq!(flow.footprint_of, cost.version(), "{step}");
+            assert_eq!(flow.footprint, builder.touched(), "{step}");
+        };
+        for (k, goal) in [a, a, b, a, c, b, b].into_iter().enumerate() {
+            builder.build_into(&cost, &[goal], m, &mut field).unwrap();
+            builder.flow_into(&mut flow).unwrap();
+            check(&builder, &cost, &field, &flow, &format!("goal {k}"));
+        }
+        // Bytes written by other means, then a map changed in between: written whole again.
+        flow.cells_mut()[161 * 3] = 0;
+        assert_eq!(flow.footprint_of, 0);
+        builder.build_into(&cost, &[a], m, &mut field).unwrap();
+        builder.flow_into(&mut flow).unwrap();
+        check(&builder, &cost, &field, &flow, "after a write");
+        cost.set(UVec2::new(3, 2), WALL).unwrap();
+        builder.build_into(&cost, &[b], m, &mut field).unwrap();
+        builder.flow_into(&mut flow).unwrap();
+        check(&builder, &cost, &field, &flow, "after an edit");
+        // Another builder over the same map takes the footprint this field carries.
+        let mut other = IntegrationBuilder::new();
+        other.build_into(&cost, &[a], m, &mut field).unwrap();
+        other.flow_into(&mut flow).unwrap();
+        check(&other, &cost, &field, &flow, "another builder");
     }
 
     #[test]

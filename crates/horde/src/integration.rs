@@ -267,6 +267,8 @@ pub struct IntegrationBuilder {
     moves_stale: (usize, usize),
     /// Rows whose costs the last `prepare` found changed.
     rows_changed: usize,
+    /// The [`CostField`] version `costs` holds (0: unknown, as after a window of a map).
+    cost_version: u64,
     /// The map's rooms (open rectangles with few ways in, see `rooms`), which one-shot waves
     /// cross in one step and fill afterwards.
     rooms: rooms::Rooms,
@@ -528,6 +530,7 @@ impl IntegrationBuilder {
             *cost.grid(),
             cost.costs(),
             cost.width() as usize,
+            cost.version(),
             seeds,
             model,
         )
@@ -536,12 +539,14 @@ impl IntegrationBuilder {
     /// [`start_seeded`](Self::start_seeded) over a window of a larger map, read in place: the
     /// window is `grid`'s size, its row `y` is `costs[y * stride..][..width]` (so `costs` begins
     /// at the window's top-left cell), and seeds are in the window's coordinates. The sectors'
-    /// tiles build this way without copying each sector out first.
+    /// tiles build this way without copying each sector out first. `version` is the
+    /// [`CostField`] version of the whole map when the window is all of it, else 0.
     pub(crate) fn start_seeded_window(
         &mut self,
         grid: Grid,
         costs: &[u8],
         stride: usize,
+        version: u64,
         seeds: &[(UVec2, u32)],
         model: CostModel,
     ) -> Result<(), IntegrationError> {
@@ -563,7 +568,7 @@ impl IntegrationBuilder {
             }
         }
         self.built = false;
-        self.prepare(costs, stride, grid, model);
+        self.prepare(costs, stride, version, grid, model);
         self.grid = Some(grid);
         let pw = self.padded_width;
         let mut padded = std::mem::take(&mut self.wave.seeds);
@@ -781,12 +786,26 @@ impl IntegrationBuilder {
         self.built
     }
 
-    /// Copy the costs into the padded grid (a wall border) and size the distances.
-    fn prepare(&mut self, costs: &[u8], stride: usize, grid: Grid, model: CostModel) {
+    /// Copy the costs (of [`CostField`] version `version`, or 0 when unknown) into the padded
+    /// grid (a wall border) and size the distances.
+    fn prepare(&mut self, costs: &[u8], stride: usize, version: u64, grid: Grid, model: CostModel) {
         let w = grid.width() as usize;
         let h = grid.height() as usize;
         let pw = w + 2;
         let plen = pw * (h + 2);
+        self.model = model;
+        if version != 0
+            && version == self.cost_version
+            && self.costs.len() == plen
+            && self.padded_width == pw
+            && stride == w
+        {
+            // The very costs built over last (many goals, one map): nothing to copy or compare,
+            // which on a 1024 x 1024 dungeon was a tenth of a build.
+            self.rows_changed = 0;
+            return;
+        }
+        self.cost_version = if stride == w { version } else { 0 };
         if self.costs.len() != plen || self.padded_width != pw {
             self.touched_valid = false;
             self.costs.clear();
@@ -953,6 +972,17 @@ impl IntegrationBuilder {
             self.touched.resize(words, 0);
         }
         self.touched_valid = true;
+    }
+
+    /// The [`CostField`] version of the costs built over last (0: unknown).
+    pub(crate) fn cost_version(&self) -> u64 {
+        self.cost_version
+    }
+
+    /// The footprint of the last wave, a bit per [`TOUCHED_BLOCK`] padded cells (see
+    /// [`touched_spans`](Self::touched_spans)).
+    pub(crate) fn touched(&self) -> &[u64] {
+        &self.touched
     }
 
     /// The spans of the last field written (see [`touched_spans`](Self::touched_spans)),
@@ -1474,17 +1504,29 @@ fn is_corridor(m: u8) -> bool {
 /// Write UNREACHABLE into the map cells (`values`, width `w`) of the footprint blocks marked in
 /// `old` and not in `new` (padded width `pw`).
 fn clear_gone_blocks(old: &[u64], new: &[u64], pw: usize, w: usize, values: &mut [u32]) {
+    for_gone_cells(old, new, pw, values.len() / w.max(1), |_, i| {
+        values[i] = UNREACHABLE
+    });
+}
+
+/// Call `f(padded cell, map cell)` for every map cell (width `pw - 2`, `height` rows) of the
+/// footprint blocks (see [`IntegrationBuilder::touched_spans`]) marked in `old` and not in `new`.
+pub(crate) fn for_gone_cells(
+    old: &[u64],
+    new: &[u64],
+    pw: usize,
+    height: usize,
+    mut f: impl FnMut(usize, usize),
+) {
+    let w = pw - 2;
     for (k, (&o, &n)) in old.iter().zip(new).enumerate() {
         let mut gone = o & !n;
         while gone != 0 {
             let lo = (k * 64 + gone.trailing_zeros() as usize) * TOUCHED_BLOCK;
             for p in lo..lo + TOUCHED_BLOCK {
                 let (y, x) = (p / pw, p % pw);
-                if y >= 1
-                    && (1..=w).contains(&x)
-                    && let Some(v) = values.get_mut((y - 1) * w + x - 1)
-                {
-                    *v = UNREACHABLE;
+                if (1..=height).contains(&y) && (1..=w).contains(&x) {
+                    f(p, (y - 1) * w + x - 1);
                 }
             }
             gone &= gone - 1;

@@ -537,7 +537,7 @@ impl LiveField {
         }
         for &j in &rep.arrows {
             let j = j as usize;
-            self.flow.cells[j] = flow_byte(costs, &self.integration.values, w, h, j, model);
+            self.flow.cells_mut()[j] = flow_byte(costs, &self.integration.values, w, h, j, model);
         }
         stats.arrows = rep.arrows.len();
         rep.reset(cells);
@@ -612,7 +612,7 @@ impl LiveField {
     /// Every cell unreachable: the field of a map whose goals are all walled in.
     fn clear(&mut self, cost: &CostField) {
         self.integration.values_mut().fill(UNREACHABLE);
-        for (f, &c) in self.flow.cells.iter_mut().zip(cost.costs()) {
+        for (f, &c) in self.flow.cells_mut().iter_mut().zip(cost.costs()) {
             *f = if c == WALL {
                 FLOW_WALL
             } else {

@@ -422,6 +422,7 @@ impl SectorFields {
                 grid,
                 &costs[origin..],
                 map_width as usize,
+                0,
                 &self.seeds,
                 model,
             )

@@ -355,7 +355,7 @@ impl FlowTiles {
             let r = tile.rect;
             for (ly, row) in tile.flow.chunks_exact(r.w as usize).enumerate() {
                 let at = (r.y0 as usize + ly) * w as usize + r.x0 as usize;
-                flow.cells[at..at + r.w as usize].copy_from_slice(row);
+                flow.cells_mut()[at..at + r.w as usize].copy_from_slice(row);
                 written += row.len();
             }
             // The tile's edge cells that lead to the goal start the band.
@@ -389,7 +389,7 @@ impl FlowTiles {
                     {
                         continue;
                     }
-                    flow.cells[n as usize] = back.index() as u8;
+                    flow.cells_mut()[n as usize] = back.index() as u8;
                     written += 1;
                     next.push(n);
                 }
@@ -470,7 +470,7 @@ impl FlowTiles {
                             }
                         }
                     }
-                    flow.cells[(y * w + x) as usize] = best.1;
+                    flow.cells_mut()[(y * w + x) as usize] = best.1;
                     written += 1;
                 }
             }
@@ -692,15 +692,15 @@ impl FlowTiles {
             // the best step out, the lower direction on a tie.
             let mut flow = self.spare_flows.pop().unwrap_or_default();
             flow.clear();
-            flow.extend_from_slice(&inner.cells);
+            flow.extend_from_slice(inner.bytes());
             for ((lx, ly), &exit) in rim_cells(rect).zip(&exits) {
                 let i = (ly * rect.w + lx) as usize;
-                if exit == NO_EXIT && inner.cells[i] < 8 {
+                if exit == NO_EXIT && inner.bytes()[i] < 8 {
                     continue; // no step out: the kernel's arrow stands
                 }
                 let (out_dir, out_total) = exit;
                 let (x, y) = (rect.x0 + lx, rect.y0 + ly);
-                flow[i] = match inner.cells[i] {
+                flow[i] = match inner.bytes()[i] {
                     d if d < 8 => {
                         let (dx, dy) = Dir8::ALL[d as usize].offset();
                         let (nx, ny) = (x.wrapping_add_signed(dx), y.wrapping_add_signed(dy));

@@ -83,7 +83,7 @@ impl FlowField {
         xs: &mut [f32; 8],
         ys: &mut [f32; 8],
     ) -> u32 {
-        let cells = &self.cells[..];
+        let cells = self.bytes();
         // Every gather reads 4 bytes from its offset: offsets past this are refused.
         let Some(last_read) = cells.len().checked_sub(4) else {
             return 0;
