@@ -737,13 +737,11 @@ impl IntegrationBuilder {
         let (w, pw) = (self.width, self.padded_width);
         // Both the sweeps and the wave leave walls and unreachable cells UNREACHABLE.
         // The footprint's spans are listed once, for the copy here and for the arrows after.
-        let mut listed = std::mem::take(&mut self.spans);
-        listed.clear();
-        let footprint = self.touched_spans().map(|spans| {
-            listed.extend(spans.map(|(y, a, b)| (y as u32, a as u32, b as u32)));
-        });
-        self.spans = listed;
-        self.spans_listed = footprint.is_some();
+        self.spans.clear();
+        self.spans_listed = self.footprint_is_small();
+        if self.spans_listed {
+            list_spans(&self.touched, pw, self.height, &mut self.spans);
+        }
         if self.spans_listed {
             // A field this builder wrote last from a footprint is unreachable outside it: only
             // the blocks that footprint had and this one lacks need clearing (on a dungeon
@@ -998,24 +996,27 @@ impl IntegrationBuilder {
     /// The parts of rows the last wave touched, as (padded row, first padded column, last
     /// padded column) within the map, in order; `None` when the last build was swept, or when
     /// the wave touched more than a third of the map (a whole-map pass is cheaper then).
-    pub(crate) fn touched_spans(&self) -> Option<TouchedSpans<'_>> {
-        if !self.touched_valid {
+    #[cfg(test)]
+    pub(crate) fn touched_spans(&self) -> Option<impl Iterator<Item = (usize, usize, usize)>> {
+        let mut spans = Vec::new();
+        if !self.footprint_is_small() {
             return None;
         }
-        let marked: usize = self.touched.iter().map(|b| b.count_ones() as usize).sum();
-        if marked * TOUCHED_BLOCK * 3 > self.dist.len() {
-            return None;
+        list_spans(&self.touched, self.padded_width, self.height, &mut spans);
+        Some(
+            spans
+                .into_iter()
+                .map(|(y, a, b)| (y as usize, a as usize, b as usize)),
+        )
+    }
+
+    /// Whether the last wave left a footprint (a swept build does not) under a third of the
+    /// map, so that passes over its spans beat passes over the whole map.
+    fn footprint_is_small(&self) -> bool {
+        self.touched_valid && {
+            let marked: usize = self.touched.iter().map(|b| b.count_ones() as usize).sum();
+            marked * TOUCHED_BLOCK * 3 <= self.dist.len()
         }
-        Some(TouchedSpans {
-            touched: &self.touched,
-            pw: self.padded_width,
-            height: self.height,
-            word: 0,
-            bits: self.touched.first().copied().unwrap_or(0),
-            run: (0, 0),
-            row: 0,
-            row_start: 0,
-        })
     }
 
     /// Set up Dial's buckets and queue the seeds.
@@ -1541,79 +1542,55 @@ fn touch(touched: &mut [u64], c: usize) {
     touched[block / 64] |= 1 << (block % 64);
 }
 
-/// Iterator over [`IntegrationBuilder::touched_spans`]: runs of marked blocks, cut at row ends
-/// and clipped to the map.
-pub(crate) struct TouchedSpans<'a> {
-    touched: &'a [u64],
-    pw: usize,
-    height: usize,
-    /// The word being read, and its bits not yet taken.
-    word: usize,
-    bits: u64,
-    /// The rest of the current run of marked blocks, in padded cells `start..end`.
-    run: (usize, usize),
-    /// The padded row of the last span, and its first cell: spans come in order, mostly on the
-    /// same row or the next, so the row is found by stepping rather than by a division.
-    row: usize,
-    row_start: usize,
-}
-
-impl Iterator for TouchedSpans<'_> {
-    type Item = (usize, usize, usize);
-
-    fn next(&mut self) -> Option<(usize, usize, usize)> {
-        loop {
-            let (start, end) = self.run;
-            if start < end {
-                let pw = self.pw;
-                if start >= self.row_start + pw {
-                    if start < self.row_start + 2 * pw {
-                        self.row += 1;
-                        self.row_start += pw;
-                    } else {
-                        self.row = start / pw;
-                        self.row_start = self.row * pw;
-                    }
-                }
-                let y = self.row;
-                let row_end = self.row_start + pw;
-                self.run.0 = row_end.min(end);
-                let (a, b) = (start - self.row_start, self.run.0 - 1 - self.row_start);
-                let (a, b) = (a.max(1), b.min(pw - 2));
-                if (1..=self.height).contains(&y) && a <= b {
-                    return Some((y, a, b));
-                }
-                continue;
-            }
-            // The next run of consecutive marked blocks: its ones, a word at a time.
-            while self.bits == 0 {
-                self.word += 1;
-                self.bits = *self.touched.get(self.word)?;
-            }
-            let zeros = self.bits.trailing_zeros();
-            let ones = (self.bits >> zeros).trailing_ones();
-            let first = self.word * 64 + zeros as usize;
+/// Append the spans of the footprint `touched` (see [`IntegrationBuilder::touched_spans`]):
+/// runs of marked blocks, cut at row ends and clipped to the map (padded width `pw`, `height`
+/// rows), as (padded row, first padded column, last padded column), in order. A plain loop
+/// with a division per run: an iterator's state and its returns cost a dungeon's build a tenth.
+fn list_spans(touched: &[u64], pw: usize, height: usize, out: &mut Vec<(u32, u32, u32)>) {
+    let n = touched.len();
+    let mut k = 0;
+    while k < n {
+        let mut bits = touched[k];
+        while bits != 0 {
+            let zeros = bits.trailing_zeros();
+            let ones = (bits >> zeros).trailing_ones();
+            let first = k * 64 + zeros as usize;
             let mut end = first + ones as usize;
             if zeros + ones < 64 {
-                self.bits &= !(((1u64 << ones) - 1) << zeros);
+                bits &= !(((1u64 << ones) - 1) << zeros);
             } else {
                 // The run reaches the word's end: it goes on in the next words' low bits.
-                self.bits = 0;
-                while let Some(&next) = self.touched.get(self.word + 1) {
+                bits = 0;
+                while let Some(&next) = touched.get(k + 1) {
                     let more = next.trailing_ones();
                     if more == 0 {
                         break;
                     }
-                    self.word += 1;
+                    k += 1;
                     end += more as usize;
                     if more < 64 {
-                        self.bits = next & !((1u64 << more) - 1);
+                        bits = next & !((1u64 << more) - 1);
                         break;
                     }
                 }
             }
-            self.run = (first * TOUCHED_BLOCK, end * TOUCHED_BLOCK);
+            let (mut from, to) = (first * TOUCHED_BLOCK, end * TOUCHED_BLOCK);
+            let mut y = from / pw;
+            while from < to && y <= height {
+                let row_start = y * pw;
+                let row_end = (row_start + pw).min(to);
+                let (a, b) = (
+                    (from - row_start).max(1),
+                    (row_end - 1 - row_start).min(pw - 2),
+                );
+                if y >= 1 && a <= b {
+                    out.push((y as u32, a as u32, b as u32));
+                }
+                from = row_end;
+                y += 1;
+            }
         }
+        k += 1;
     }
 }
 
