@@ -13,7 +13,7 @@ use horde::{
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
-use crate::util::{median_ns, progress, reveal_after_a_second};
+use crate::util::{median_ns, median_pair_ns, progress, reveal_after_a_second};
 
 /// The walkable cell nearest the map's centre (see `CostField::nearest_walkable`).
 pub fn central_goal(cost: &CostField) -> Option<UVec2> {
@@ -280,12 +280,27 @@ pub fn measure(
     tick(&pb);
     let flow_ns = median_ns(reps, || builder.flow_into(&mut flow).unwrap());
     tick(&pb);
-    let field_ns = median_ns(reps, || {
+    // The peer rows stay NaN (null in JSON) when not asked for, and in a build without the
+    // `peers` feature. The BFS floor is timed in turns with the field, so that their ratio
+    // sees one drift of the machine's speed.
+    #[cfg_attr(not(feature = "peers"), allow(unused_mut))]
+    let (mut bfs_ns, mut dijkstra_all_ns, mut bracket_ns) = (f64::NAN, f64::NAN, f64::NAN);
+    let mut build_field = || {
         builder
             .build_into(cost, &[goal], model, &mut field)
             .unwrap();
         builder.flow_into(&mut flow).unwrap();
-    });
+    };
+    let field_ns = if with_peers {
+        let mut bfs = Bfs::new(cost);
+        let (field_ns, floor_ns) = median_pair_ns(reps, &mut build_field, || {
+            black_box(bfs.run(goal));
+        });
+        bfs_ns = floor_ns;
+        field_ns
+    } else {
+        median_ns(reps, build_field)
+    };
     tick(&pb);
 
     let mut astar = AStar::new();
@@ -312,14 +327,7 @@ pub fn measure(
         table.push((n, t));
         tick(&pb);
     }
-    // The peer crates' rows stay NaN (null in JSON) in a build without the `peers` feature.
-    #[cfg_attr(not(feature = "peers"), allow(unused_mut))]
-    let (mut bfs_ns, mut dijkstra_all_ns, mut bracket_ns) = (f64::NAN, f64::NAN, f64::NAN);
     if with_peers {
-        let mut bfs = Bfs::new(cost);
-        bfs_ns = median_ns(reps, || {
-            black_box(bfs.run(goal));
-        });
         tick(&pb);
         #[cfg(feature = "peers")]
         {

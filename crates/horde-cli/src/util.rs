@@ -101,6 +101,35 @@ pub fn median_ns(reps: usize, mut f: impl FnMut()) -> f64 {
     t[t.len() / 2]
 }
 
+/// Median times of `f` and `g` over `reps` runs of each, in turns of a few runs (each turn's
+/// first run, which finds the caches full of the other's data, untimed): a ratio of the two is
+/// then measured under one drift of this machine's speed, which two phases one after the other
+/// are not, and each still with its own data in cache, as a loop of builds has it.
+pub fn median_pair_ns(reps: usize, mut f: impl FnMut(), mut g: impl FnMut()) -> (f64, f64) {
+    const TURN: usize = 4;
+    let turn = |h: &mut dyn FnMut(), times: &mut Vec<f64>, runs: usize| {
+        h();
+        for _ in 0..runs {
+            let s = Instant::now();
+            h();
+            times.push(s.elapsed().as_nanos() as f64);
+        }
+    };
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut left = reps.max(1);
+    while left > 0 {
+        let runs = left.min(TURN);
+        turn(&mut f, &mut a, runs);
+        turn(&mut g, &mut b, runs);
+        left -= runs;
+    }
+    let median = |mut t: Vec<f64>| {
+        t.sort_by(f64::total_cmp);
+        t[t.len() / 2]
+    };
+    (median(a), median(b))
+}
+
 /// A progress bar on stderr that appears only if the work takes longer than a second.
 pub fn progress(len: u64, what: &str) -> ProgressBar {
     let pb = ProgressBar::new(len);
@@ -305,6 +334,24 @@ pub fn write_file(path: &str, text: &str) -> Result<()> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn pairs_are_timed_in_turns_each_turns_first_run_untimed() {
+        // Ten timed runs of each in turns of four, four and two, each turn after one untimed
+        // run; the runs of `f` take at least 2 ms, those of `g` next to nothing.
+        let order = std::cell::RefCell::new(Vec::new());
+        let (f, g) = median_pair_ns(
+            10,
+            || {
+                order.borrow_mut().push('f');
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            },
+            || order.borrow_mut().push('g'),
+        );
+        let order: String = order.into_inner().into_iter().collect();
+        assert_eq!(order, "fffffgggggfffffgggggfffggg");
+        assert!(f >= 2e6 && g < f, "f {f} ns, g {g} ns");
+    }
 
     fn mode(path: &std::path::Path) -> u32 {
         std::fs::metadata(path).unwrap().permissions().mode() & 0o777
