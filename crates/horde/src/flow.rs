@@ -70,8 +70,8 @@ pub enum FlowSample {
 pub struct FlowField {
     pub(crate) grid: Grid,
     cells: Vec<u8>,
-    /// The blocks of padded cells (see [`IntegrationBuilder::touched_spans`]) where the last
-    /// builder to write this field wrote arrows, and the [`CostField`](crate::CostField)
+    /// The blocks of padded cells (see [`IntegrationBuilder::touched`]) where the last
+    /// builder to write this field wrote arrows, and the [`CostField`]
     /// version whose terrain gave every other cell its byte (0: unknown). The next build over
     /// the same map rewrites only the blocks it or this footprint holds.
     footprint: Vec<u64>,
@@ -401,7 +401,7 @@ fn unreached_byte(terrain: u8) -> u8 {
 }
 
 /// Every cell's byte as if the wave reached none (padded costs, padded width `pw`): the flow
-/// field outside a wave's footprint (see [`IntegrationBuilder::touched_spans`]).
+/// field outside a wave's footprint (see [`IntegrationBuilder::touched`]).
 fn fill_from_terrain(costs: &[u8], pw: usize, out: &mut [u8]) {
     let w = pw - 2;
     for (y, row) in out.chunks_exact_mut(w).enumerate() {

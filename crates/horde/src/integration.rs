@@ -86,9 +86,9 @@ pub enum IntegrationError {
 
 /// Cost-to-goal of every cell, in raw units of its [`CostModel`].
 ///
-/// Memory: 4 bytes per cell (64 KiB for 128 × 128), one flat `Vec<u32>` indexed `y * width + x`,
-/// and 8 bytes of stamp (which builder's write it holds, so that writing it again touches only
-/// what changed).
+/// Memory: 4 bytes per cell (64 KiB for 128 × 128), one flat `Vec<u32>` indexed `y * width + x`;
+/// after a build that reached few cells, also 1 bit per 16 cells (its footprint, so that writing
+/// the field again touches only what changed).
 /// Walls and cells that cannot reach a goal hold [`UNREACHABLE`]; goal cells hold 0.
 /// Raw values fit 32 bits for any path of raw cost below 2³² − 1 (10-14 model: 306 million
 /// straight steps on plain ground; octile: about 309,000 cost units); a build that would go
@@ -98,9 +98,11 @@ pub struct IntegrationField {
     pub(crate) grid: Grid,
     pub(crate) model: CostModel,
     pub(crate) values: Vec<u32>,
-    /// Which write of an [`IntegrationBuilder`] the values are (0: none, or changed since), so
-    /// that the builder that wrote them last rewrites only what its next field changes.
-    pub(crate) stamp: u64,
+    /// When `footprint_valid`, the blocks of padded cells (see [`IntegrationBuilder::touched`])
+    /// outside which every value is UNREACHABLE: the footprint of the build that wrote the
+    /// field, so that the next build rewrites only the blocks it or this footprint holds.
+    footprint: Vec<u64>,
+    footprint_valid: bool,
 }
 
 impl PartialEq for IntegrationField {
@@ -111,9 +113,6 @@ impl PartialEq for IntegrationField {
 
 impl Eq for IntegrationField {}
 
-/// The stamp of the next field an [`IntegrationBuilder`] writes: unique in the process.
-static NEXT_STAMP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-
 impl IntegrationField {
     /// A field of the grid's size with every cell unreachable (a target for
     /// [`IntegrationBuilder::build_into`]).
@@ -122,13 +121,13 @@ impl IntegrationField {
             grid,
             model,
             values: vec![UNREACHABLE; grid.len()],
-            stamp: 0,
+            footprint: Vec::new(),
+            footprint_valid: false,
         }
     }
-    /// The values to change in place: whatever changes them makes the field one no builder
-    /// wrote.
+    /// The values to change in place: whatever changes them makes the footprint unknown.
     pub(crate) fn values_mut(&mut self) -> &mut Vec<u32> {
-        self.stamp = 0;
+        self.footprint_valid = false;
         &mut self.values
     }
     /// The grid.
@@ -274,11 +273,7 @@ pub struct IntegrationBuilder {
     rooms: rooms::Rooms,
     /// Where the room fill gathers a room's reached entries.
     room_sources: Vec<(u32, u32, u32)>,
-    /// The stamp of the last field written from a wave's footprint, and that footprint: a
-    /// field that still bears the stamp is unreachable outside it.
-    out_stamp: u64,
-    out_touched: Vec<u64>,
-    /// The footprint's spans (see `touched_spans`) of the last field written, when
+    /// The footprint's spans (see `list_spans`) of the last field written, when
     /// `spans_listed`.
     spans: Vec<(u32, u32, u32)>,
     spans_listed: bool,
@@ -741,16 +736,11 @@ impl IntegrationBuilder {
         self.spans_listed = self.footprint_is_small();
         if self.spans_listed {
             list_spans(&self.touched, pw, self.height, &mut self.spans);
-        }
-        if self.spans_listed {
-            // A field this builder wrote last from a footprint is unreachable outside it: only
-            // the blocks that footprint had and this one lacks need clearing (on a dungeon
-            // nineteen cells in twenty are rock, written once instead of at every build).
-            let known = out.stamp != 0
-                && out.stamp == self.out_stamp
-                && self.out_touched.len() == self.touched.len();
-            if known {
-                clear_gone_blocks(&self.out_touched, &self.touched, pw, w, &mut out.values);
+            // A field written last from a footprint is unreachable outside it: only the blocks
+            // that footprint had and this one lacks need clearing (on a dungeon nineteen cells
+            // in twenty are rock, written once instead of at every build).
+            if out.footprint_valid && out.footprint.len() == self.touched.len() {
+                clear_gone_blocks(&out.footprint, &self.touched, pw, w, &mut out.values);
             } else {
                 out.values.fill(UNREACHABLE);
             }
@@ -759,16 +749,15 @@ impl IntegrationBuilder {
                 let dst = (y - 1) * w + a - 1;
                 out.values[dst..=dst + b - a].copy_from_slice(&self.dist[y * pw + a..=y * pw + b]);
             }
-            self.out_touched.clone_from(&self.touched);
-            out.stamp = NEXT_STAMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            out.footprint.clone_from(&self.touched);
+            out.footprint_valid = true;
         } else {
             for (y, row) in out.values.chunks_exact_mut(w).enumerate() {
                 let src = (y + 1) * pw + 1;
                 row.copy_from_slice(&self.dist[src..src + w]);
             }
-            out.stamp = 0;
+            out.footprint_valid = false;
         }
-        self.out_stamp = out.stamp;
         out.model = self.model;
         out.grid = grid;
         self.wave.active = false;
@@ -799,7 +788,8 @@ impl IntegrationBuilder {
             && stride == w
         {
             // The very costs built over last (many goals, one map): nothing to copy or compare,
-            // which on a 1024 x 1024 dungeon was a tenth of a build.
+            // two passes over the whole map that a dungeon's wave, reaching a cell in twenty,
+            // otherwise pays at every build.
             self.rows_changed = 0;
             return;
         }
@@ -815,7 +805,6 @@ impl IntegrationBuilder {
         self.width = w;
         self.height = h;
         self.padded_width = pw;
-        self.model = model;
         // The highest terrain (the wave's buckets are sized by it), found over groups of padded
         // rows just copied, still in cache: one pass over the costs instead of two, and on
         // narrow maps no byte-at-a-time tail per row (the borders are walls, which count as 0).
@@ -977,14 +966,13 @@ impl IntegrationBuilder {
         self.cost_version
     }
 
-    /// The footprint of the last wave, a bit per [`TOUCHED_BLOCK`] padded cells (see
-    /// [`touched_spans`](Self::touched_spans)).
+    /// The footprint of the last wave: a bit per block of [`TOUCHED_BLOCK`] padded cells that
+    /// holds a cell the wave gave a value.
     pub(crate) fn touched(&self) -> &[u64] {
         &self.touched
     }
 
-    /// The spans of the last field written (see [`touched_spans`](Self::touched_spans)),
-    /// listed as it was written.
+    /// The spans of the last field written (see [`list_spans`]), listed as it was written.
     pub(crate) fn written_spans(&self) -> Option<impl Iterator<Item = (usize, usize, usize)>> {
         self.spans_listed.then(|| {
             self.spans
@@ -1511,7 +1499,7 @@ fn clear_gone_blocks(old: &[u64], new: &[u64], pw: usize, w: usize, values: &mut
 }
 
 /// Call `f(padded cell, map cell)` for every map cell (width `pw - 2`, `height` rows) of the
-/// footprint blocks (see [`IntegrationBuilder::touched_spans`]) marked in `old` and not in `new`.
+/// footprint blocks (see [`IntegrationBuilder::touched`]) marked in `old` and not in `new`.
 pub(crate) fn for_gone_cells(
     old: &[u64],
     new: &[u64],
@@ -1542,10 +1530,10 @@ fn touch(touched: &mut [u64], c: usize) {
     touched[block / 64] |= 1 << (block % 64);
 }
 
-/// Append the spans of the footprint `touched` (see [`IntegrationBuilder::touched_spans`]):
+/// Append the spans of the footprint `touched` (see [`IntegrationBuilder::touched`]):
 /// runs of marked blocks, cut at row ends and clipped to the map (padded width `pw`, `height`
 /// rows), as (padded row, first padded column, last padded column), in order. A plain loop
-/// with a division per run: an iterator's state and its returns cost a dungeon's build a tenth.
+/// with a division per run of marked blocks, cheaper than an iterator's state and returns.
 fn list_spans(touched: &[u64], pw: usize, height: usize, out: &mut Vec<(u32, u32, u32)>) {
     let n = touched.len();
     let mut k = 0;
@@ -2230,9 +2218,9 @@ mod tests {
 
     #[test]
     fn a_field_written_again_is_cleared_where_the_last_one_reached_and_this_one_does_not() {
-        // Two maps of one size: the second walls off most of what the first reaches. The field
-        // written by the builder last is cleared block by block; one changed in between (a
-        // repair) or written by another builder is filled whole.
+        // Two maps of one size: the second walls off most of what the first reaches. A field
+        // written last from a footprint, by this builder or another, is cleared block by block;
+        // one changed in between (a repair) is filled whole.
         // The rooms in a corner of a map mostly of rock, so that the wave's footprint is small.
         let rooms = rooms_and_doors(6, 7, 4, 2);
         let mut a = open(160, 160);
@@ -2252,17 +2240,20 @@ mod tests {
         for cost in [&a, &a, &b_map, &a, &b_map, &b_map] {
             builder.build_into(cost, &goal, m, &mut field).unwrap();
             assert_eq!(field, first_build(cost, &goal, m));
-            assert_ne!(field.stamp, 0);
+            assert!(field.footprint_valid);
+            assert_eq!(field.footprint, builder.touched);
         }
         // The sweeps found this map of rock winding: the last build, over the map unchanged,
         // crossed its rooms.
         assert!(builder.sweep.winding() && builder.wave.rooms);
         let mut other = IntegrationBuilder::new();
+        other.set_sweeps(false);
         other.build_into(&a, &goal, m, &mut field).unwrap();
+        assert_eq!(field.footprint, other.touched);
         builder.build_into(&b_map, &goal, m, &mut field).unwrap();
         assert_eq!(field, first_build(&b_map, &goal, m));
         field.values_mut()[5] = 7;
-        assert_eq!(field.stamp, 0);
+        assert!(!field.footprint_valid);
         builder.build_into(&b_map, &goal, m, &mut field).unwrap();
         assert_eq!(field, first_build(&b_map, &goal, m));
     }

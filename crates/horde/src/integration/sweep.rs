@@ -273,7 +273,7 @@ impl IntegrationBuilder {
         let dist = &mut self.dist;
         dist.fill(INF);
         // The footprint starts empty: every cell the sweeps change is marked in it, so that the
-        // copy-out and the arrows can skip the rest (see `touched_spans`).
+        // copy-out and the arrows can skip the rest (see `list_spans`).
         self.touched_valid = false;
         self.touched.clear();
         self.touched

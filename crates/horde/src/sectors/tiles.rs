@@ -17,7 +17,7 @@ struct Tile {
     /// Raw cost to the goal by local index (`u64::MAX`: no way to the goal through the tiles).
     cost: Vec<u64>,
     /// Flow byte by local index: a direction 0–7, [`FLOW_GOAL`], [`FLOW_UNREACHABLE`] or
-    /// [`FLOW_WALL`], as in a [`FlowField`](crate::FlowField).
+    /// [`FLOW_WALL`], as in a [`FlowField`].
     flow: Vec<u8>,
 }
 
