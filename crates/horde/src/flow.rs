@@ -18,7 +18,9 @@ use thiserror::Error;
 
 use crate::cost::{CostField, CostModel, WALL};
 use crate::grid::{Dir8, Grid, SizeMismatch, axis_cell};
-use crate::integration::{IntegrationBuilder, IntegrationField, UNREACHABLE, for_gone_cells};
+use crate::integration::{
+    DeepCells, IntegrationBuilder, IntegrationField, UNREACHABLE, for_gone_cells,
+};
 
 /// Flow byte of a goal cell.
 pub const FLOW_GOAL: u8 = 8;
@@ -76,6 +78,9 @@ pub struct FlowField {
     /// the same map rewrites only the blocks it or this footprint holds.
     footprint: Vec<u64>,
     footprint_of: u64,
+    /// The chains whose inner cells hold arrows outside the footprint (see
+    /// [`IntegrationField`]'s): 4 bytes per chain.
+    deep: DeepCells,
 }
 
 /// Two fields are equal when their grids and bytes are; how they were written does not count.
@@ -95,12 +100,14 @@ impl FlowField {
             cells: vec![FLOW_UNREACHABLE; grid.len()],
             footprint: Vec::new(),
             footprint_of: 0,
+            deep: DeepCells::default(),
         }
     }
 
     /// The bytes, to be written by other means than a builder's footprint.
     pub(crate) fn cells_mut(&mut self) -> &mut [u8] {
         self.footprint_of = 0;
+        self.deep.chains.clear();
         &mut self.cells
     }
 
@@ -356,7 +363,8 @@ impl IntegrationBuilder {
                 let version = self.cost_version();
                 let known = version != 0
                     && out.footprint_of == version
-                    && out.footprint.len() == self.touched().len();
+                    && out.footprint.len() == self.touched().len()
+                    && out.deep.known_to(self.chain_layout());
                 if known {
                     // Outside both footprints the bytes are this terrain's already.
                     refill_gone_blocks(
@@ -368,6 +376,7 @@ impl IntegrationBuilder {
                     );
                 } else {
                     fill_from_terrain(&self.costs, pw, &mut out.cells);
+                    out.deep.chains.clear();
                 }
                 derive_over(
                     &self.costs,
@@ -386,6 +395,10 @@ impl IntegrationBuilder {
                 derive(&self.costs, &self.dist, pw, self.model, out.cells_mut());
             }
         }
+        // The chains' cells last: the arrows' pass saw no values inside them.
+        self.write_chain_cells(&mut out.deep, |chains, dist, straight, stale| {
+            chains.write_arrows(dist, straight, stale, &mut out.cells)
+        });
         Ok(())
     }
 }

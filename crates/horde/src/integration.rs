@@ -47,6 +47,7 @@ use thiserror::Error;
 use crate::cost::{CostField, CostModel, PLAIN, WALL, max_walkable};
 use crate::grid::{Grid, GridError, SizeMismatch};
 
+mod chains;
 pub(crate) mod rooms;
 pub(crate) mod sweep;
 
@@ -103,6 +104,24 @@ pub struct IntegrationField {
     /// field, so that the next build rewrites only the blocks it or this footprint holds.
     footprint: Vec<u64>,
     footprint_valid: bool,
+    /// The chains (of layout `deep.layout`, see `chains`) whose inner cells the build that
+    /// wrote the field gave values, outside its footprint: 4 bytes per chain.
+    deep: DeepCells,
+}
+
+/// Chains whose inner cells a field holds values or arrows for, outside its footprint, and the
+/// layout of chains they belong to (0: none).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct DeepCells {
+    pub(crate) layout: u64,
+    pub(crate) chains: Vec<u32>,
+}
+
+impl DeepCells {
+    /// Whether a builder whose chains are of `layout` (0: none known) knows these cells.
+    pub(crate) fn known_to(&self, layout: u64) -> bool {
+        self.chains.is_empty() || (layout != 0 && self.layout == layout)
+    }
 }
 
 impl PartialEq for IntegrationField {
@@ -123,11 +142,13 @@ impl IntegrationField {
             values: vec![UNREACHABLE; grid.len()],
             footprint: Vec::new(),
             footprint_valid: false,
+            deep: DeepCells::default(),
         }
     }
     /// The values to change in place: whatever changes them makes the footprint unknown.
     pub(crate) fn values_mut(&mut self) -> &mut Vec<u32> {
         self.footprint_valid = false;
+        self.deep.chains.clear();
         &mut self.values
     }
     /// The grid.
@@ -281,6 +302,9 @@ pub struct IntegrationBuilder {
     /// its wave crosses rooms.
     one_shot: bool,
     rooms_ready: bool,
+    /// The last build crossed the map's chains (see `chains`): their inner cells are written
+    /// into the outputs from the chains, not from `dist`.
+    chains_used: bool,
 }
 
 /// What an [`IntegrationBuilder`] has learned from its last builds of one size about which
@@ -563,6 +587,8 @@ impl IntegrationBuilder {
             }
         }
         self.built = false;
+        self.chains_used = false;
+        self.rooms.chains.forget_reached();
         self.prepare(costs, stride, version, grid, model);
         self.grid = Some(grid);
         let pw = self.padded_width;
@@ -739,10 +765,16 @@ impl IntegrationBuilder {
             // A field written last from a footprint is unreachable outside it: only the blocks
             // that footprint had and this one lacks need clearing (on a dungeon nineteen cells
             // in twenty are rock, written once instead of at every build).
-            if out.footprint_valid && out.footprint.len() == self.touched.len() {
+            // Inner cells of chains it held are outside its footprint: trusted only if this
+            // builder knows those chains.
+            if out.footprint_valid
+                && out.footprint.len() == self.touched.len()
+                && out.deep.known_to(self.chain_layout())
+            {
                 clear_gone_blocks(&out.footprint, &self.touched, pw, w, &mut out.values);
             } else {
                 out.values.fill(UNREACHABLE);
+                out.deep.chains.clear();
             }
             for &(y, a, b) in &self.spans {
                 let (y, a, b) = (y as usize, a as usize, b as usize);
@@ -757,7 +789,11 @@ impl IntegrationBuilder {
                 row.copy_from_slice(&self.dist[src..src + w]);
             }
             out.footprint_valid = false;
+            out.deep.chains.clear();
         }
+        self.write_chain_cells(&mut out.deep, |chains, dist, straight, stale| {
+            chains.write_values(dist, straight, stale, &mut out.values)
+        });
         out.model = self.model;
         out.grid = grid;
         self.wave.active = false;
@@ -861,8 +897,9 @@ impl IntegrationBuilder {
             return false;
         }
         // Nothing is queued yet: the buckets may grow to hold a crossing within one lap.
-        let need = ((self.rooms.longest_crossing(self.model) >> self.wave.shift) as usize + 2)
-            .next_power_of_two();
+        let chain = self.model.straight() * self.rooms.chains.longest();
+        let crossing = self.rooms.longest_crossing(self.model).max(chain);
+        let need = ((crossing >> self.wave.shift) as usize + 2).next_power_of_two();
         if need > self.wave.mask + 1 {
             if self.buckets.len() < need {
                 self.buckets.resize_with(need, Bucket::default);
@@ -876,6 +913,8 @@ impl IntegrationBuilder {
     fn restart_without_rooms(&mut self) -> &mut IntegrationBuilder {
         let seeds = std::mem::take(&mut self.wave.seeds);
         let (walks, table) = (self.wave.walks, self.wave.table);
+        self.rooms.chains.forget_reached();
+        self.chains_used = false;
         self.reset_wave_distances();
         self.seed(seeds, self.max_terrain);
         self.wave.ran = true;
@@ -898,7 +937,23 @@ impl IntegrationBuilder {
         ) {
             Ok(filled) => {
                 self.wave.settled += filled;
-                Ok(())
+                let straight = self.model.straight();
+                match self
+                    .rooms
+                    .chains
+                    .settle(&self.dist, straight, self.wave.limit)
+                {
+                    Ok(inner) => {
+                        self.wave.settled += inner;
+                        self.chains_used = true;
+                        Ok(())
+                    }
+                    Err(c) => Err(IntegrationError::Overflow {
+                        x: (c as usize % pw - 1) as u32,
+                        y: (c as usize / pw - 1) as u32,
+                        limit: UNREACHABLE - 1,
+                    }),
+                }
             }
             Err(c) => Err(IntegrationError::Overflow {
                 x: (c % pw - 1) as u32,
@@ -959,6 +1014,33 @@ impl IntegrationBuilder {
             self.touched.resize(words, 0);
         }
         self.touched_valid = true;
+    }
+
+    /// The layout of the chains this builder knows (0: none).
+    pub(crate) fn chain_layout(&self) -> u64 {
+        if self.rooms.valid {
+            self.rooms.chains.layout
+        } else {
+            0
+        }
+    }
+
+    /// Bring an output's chain cells (`deep`, known to this builder or emptied) up to date:
+    /// `write` gets the chains, the distances, the straight step's price and the chains the
+    /// output held, to clear those not reached now and fill those reached.
+    pub(crate) fn write_chain_cells(
+        &self,
+        deep: &mut DeepCells,
+        write: impl FnOnce(&chains::Chains, &[u32], u32, &[u32]),
+    ) {
+        let chains = &self.rooms.chains;
+        if self.chains_used || !deep.chains.is_empty() {
+            // Without chains in the last build, none is marked reached.
+            write(chains, &self.dist, self.model.straight(), &deep.chains);
+            deep.chains.clear();
+            deep.chains.extend_from_slice(chains.reached());
+        }
+        deep.layout = self.chain_layout();
     }
 
     /// The [`CostField`] version of the costs built over last (0: unknown).
@@ -1316,6 +1398,19 @@ impl<const UNIFORM: bool, const WALKS: bool, const TABLE: bool> Queue<'_, UNIFOR
             }
             return;
         }
+        // An end of a chain offers its steps out of the chain, and the chain's other end.
+        if let Some(rooms) = self.rooms
+            && let Some(end) = rooms.chains.end_at(c)
+        {
+            self.relax_all(d, c, self.moves_of(c) & !end.into);
+            let across = d as u64 + self.walks.prices.0 as u64 * end.steps as u64;
+            self.offer(
+                c,
+                end.other as usize,
+                across.min(UNREACHABLE as u64 - 1) as u32,
+            );
+            return;
+        }
         // With walks, every improved neighbour that is a corridor cell (at most two legal
         // steps, all straight: see `corridor_step`) is walked along at once rather than queued.
         self.relax_all(d, c, self.moves_of(c));
@@ -1359,7 +1454,12 @@ impl<const UNIFORM: bool, const WALKS: bool, const TABLE: bool> Queue<'_, UNIFOR
     #[inline(always)]
     fn relax(&mut self, d: u32, c: usize, j: usize, base: u32) {
         let t = if UNIFORM { 1 } else { self.costs[j] as u32 };
-        let nd = d + base * t;
+        self.offer(c, j, d + base * t);
+    }
+
+    /// Offer open cell `j` the value `nd` from cell `c` (see [`relax`](Self::relax)).
+    #[inline(always)]
+    fn offer(&mut self, c: usize, j: usize, nd: u32) {
         let old = self.dist[j];
         if nd < old {
             self.dist[j] = nd;
@@ -1367,7 +1467,10 @@ impl<const UNIFORM: bool, const WALKS: bool, const TABLE: bool> Queue<'_, UNIFOR
             if WALKS {
                 self.reached += (old == UNREACHABLE) as usize;
                 let prices = self.walks.prices;
+                // A chain's end is a corridor cell too, but the wave crosses its chain in one
+                // step from the buckets instead.
                 if let Some(step) = corridor_step(self.moves_of(j), &self.walks.ends, prices, j, c)
+                    && self.rooms.is_none_or(|r| r.chains.end_at(j).is_none())
                 {
                     self.walk(j, nd, step);
                     return;

@@ -606,3 +606,72 @@ proptest! {
         }
     }
 }
+
+/// Two generated dungeons side by side, a wall between: rooms joined by corridors one cell
+/// wide (the chains a wave crosses in one step), in two parts that do not reach each other.
+fn two_dungeons(seed: u64, side: u32, rooms: usize) -> CostField {
+    let config = horde::dungeon::DungeonConfig {
+        width: side,
+        height: side,
+        rooms,
+        ..horde::dungeon::DungeonConfig::default()
+    };
+    let parts = [seed, seed.wrapping_add(1)].map(|s| {
+        horde::dungeon::generate(&config, s)
+            .unwrap()
+            .to_cost_field()
+    });
+    let w = 2 * side + 1;
+    let mut costs = vec![WALL; (w * side) as usize];
+    for (k, part) in parts.iter().enumerate() {
+        for (y, row) in part.costs().chunks_exact(side as usize).enumerate() {
+            let at = y * w as usize + k * (side as usize + 1);
+            costs[at..at + side as usize].copy_from_slice(row);
+        }
+    }
+    CostField::from_costs(horde::Grid::new(w, side).unwrap(), costs).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+
+    /// One builder reused over two dungeons side by side: from the second build on (with the
+    /// sweeps off; once they find the map winding, with them on), one-shot waves cross rooms
+    /// and corridors in one step each and write the corridors' inner cells at the end. Goals
+    /// anywhere (in a corridor, the wave goes through that corridor's cells), in one part or
+    /// both, time-sliced builds between: every build equals the reference, with its arrows.
+    #[test]
+    fn waves_that_cross_corridors_equal_the_reference(
+        seed in any::<u64>(),
+        sweeps in any::<bool>(),
+        builds in proptest::collection::vec(
+            (proptest::collection::vec(any::<u64>(), 1..3), any::<bool>(), models()),
+            2..7,
+        ),
+    ) {
+        let cost = two_dungeons(seed, 50, 7);
+        let mut builder = IntegrationBuilder::new();
+        builder.set_sweeps(sweeps);
+        let mut field = IntegrationField::new(*cost.grid(), CostModel::TenFourteen);
+        let mut flow = FlowField::new(*cost.grid());
+        for (picks, sliced, model) in builds {
+            let goals = pick_walkable(&cost, &picks);
+            if goals.is_empty() {
+                continue;
+            }
+            let stats = if sliced {
+                builder.start(&cost, &goals, model).unwrap();
+                while let BuildProgress::Running { .. } = builder.advance(50).unwrap() {}
+                builder.finish_into(&mut field).unwrap()
+            } else {
+                builder.build_into(&cost, &goals, model, &mut field).unwrap()
+            };
+            let want = reference_values(&reference_dijkstra(&cost, &goals, model));
+            prop_assert_eq!(field.values(), &want[..]);
+            let reachable = want.iter().filter(|&&v| v != UNREACHABLE).count();
+            prop_assert_eq!(stats.settled, reachable);
+            builder.flow_into(&mut flow).unwrap();
+            check_flow(&cost, field.values(), &flow, model);
+        }
+    }
+}
