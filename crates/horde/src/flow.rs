@@ -67,7 +67,8 @@ pub enum FlowSample {
 ///
 /// Memory: 1 byte per cell (16 KiB for 128 × 128), one flat `Vec<u8>` indexed `y * width + x`
 /// (the byte layout is in the [module documentation](self)); after a build that reached few
-/// cells, also 1 bit per 16 cells (the footprint below).
+/// cells, also 1 bit per 16 cells (the footprint below) and 4 bytes per corridor the build
+/// crossed in one step.
 #[derive(Debug, Clone)]
 pub struct FlowField {
     pub(crate) grid: Grid,

@@ -28,7 +28,11 @@
 //! **rooms**: open rectangles of plain ground with few ways in (a dungeon's rooms, rooms behind
 //! doors). It settles only a room's entries, each offering the others at the octile price, and
 //! fills the room's other cells afterwards as the least of (entry's value + octile distance),
-//! a vector loop (see the `rooms` submodule). Such builds skip the sweeps.
+//! a vector loop (see the `rooms` submodule). Such builds skip the sweeps. They cross the map's
+//! **chains** the same way: runs of corridor cells on plain ground, whose inner cells take the
+//! lesser of the two ends' values plus the straight steps from that end. The wave settles only
+//! the ends, and the inner cells never enter its buffer or footprint: the field's values and
+//! arrows there are written run by run at the end (see the `chains` submodule).
 //!
 //! The wave reads a cell's legal steps (the corner rule applied) from one byte per cell instead
 //! of the eight cells around it. The bytes are worked out when a wave first needs them and kept
@@ -89,7 +93,8 @@ pub enum IntegrationError {
 ///
 /// Memory: 4 bytes per cell (64 KiB for 128 × 128), one flat `Vec<u32>` indexed `y * width + x`;
 /// after a build that reached few cells, also 1 bit per 16 cells (its footprint, so that writing
-/// the field again touches only what changed).
+/// the field again touches only what changed) and 4 bytes per corridor the build crossed in one
+/// step.
 /// Walls and cells that cannot reach a goal hold [`UNREACHABLE`]; goal cells hold 0.
 /// Raw values fit 32 bits for any path of raw cost below 2³² − 1 (10-14 model: 306 million
 /// straight steps on plain ground; octile: about 309,000 cost units); a build that would go
@@ -249,8 +254,10 @@ pub struct WaveStats {
 /// written last), a row of candidates, two rows per thread for parallel sweeps, the wave's
 /// bucket queue (at least 64 buckets, each keeping the storage of the most entries it held at
 /// once, 4 bytes per entry), the footprint's spans of the field written last (12 bytes per
-/// span), and the map's rooms once worked out (a bit and a half per padded cell, 24 bytes per
-/// room entry, 128 KiB of crossing prices; see `rooms`).
+/// span), and the map's rooms and corridors once worked out (rooms: a bit and a half per padded
+/// cell, 24 bytes per room entry, 128 KiB of crossing prices, see `rooms`; corridors: a bit and
+/// a half per padded cell, 9 bytes per corridor cell, 8 more per inner one, 20 per corridor
+/// end, see `chains`).
 #[derive(Debug, Default, Clone)]
 pub struct IntegrationBuilder {
     pub(crate) padded_width: usize,

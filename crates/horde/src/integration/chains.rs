@@ -64,7 +64,8 @@ pub(crate) struct ChainEnd {
 /// The chains of one map, and which of them the last build reached.
 ///
 /// Memory: a bit and a half per padded cell (which cells are chain ends, and a count per 64),
-/// 8 bytes per chain cell, 12 per inner cell (for finding seeds), 12 per chain and 16 per end.
+/// 9 bytes per chain cell, 8 more per inner cell (for finding seeds), 24 per chain and 20 per
+/// end, a bit and 4 bytes per chain reached; while worked out, a byte per padded cell.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Chains {
     /// This layout's number (0: none worked out).
