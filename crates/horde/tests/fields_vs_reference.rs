@@ -609,6 +609,7 @@ proptest! {
 
 /// Two generated dungeons side by side, a wall between: rooms joined by corridors one cell
 /// wide (the chains a wave crosses in one step), in two parts that do not reach each other.
+#[cfg(feature = "dungeon")]
 fn two_dungeons(seed: u64, side: u32, rooms: usize) -> CostField {
     let config = horde::dungeon::DungeonConfig {
         width: side,
@@ -632,6 +633,7 @@ fn two_dungeons(seed: u64, side: u32, rooms: usize) -> CostField {
     CostField::from_costs(horde::Grid::new(w, side).unwrap(), costs).unwrap()
 }
 
+#[cfg(feature = "dungeon")]
 proptest! {
     #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
 

@@ -466,12 +466,13 @@ mod tests {
     use glam::UVec2;
 
     use super::super::{IntegrationBuilder, IntegrationField, UNREACHABLE};
-    use crate::dungeon::{DungeonConfig, generate};
     use crate::{CostField, CostModel, FlowField, Grid, WALL};
 
     /// Two generated dungeons side by side, a wall between: rooms joined by one-cell
     /// corridors, in two parts that do not reach each other.
+    #[cfg(feature = "dungeon")]
     fn two_dungeons(seed: u64) -> CostField {
+        use crate::dungeon::{DungeonConfig, generate};
         let config = DungeonConfig {
             width: 60,
             height: 60,
@@ -518,6 +519,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "dungeon")]
     fn waves_cross_chains_and_give_the_values_and_arrows_of_a_wave_through_every_cell() {
         for seed in 0..4 {
             let cost = two_dungeons(seed);
