@@ -119,6 +119,9 @@ pub struct Report {
     pub astar_ns_per_query: f64,
     pub bfs_ns: f64,
     pub dijkstra_all_ns: f64,
+    /// The field (integration + flow) timed in turns with `dijkstra_all`, which its ratio to
+    /// `dijkstra_all` uses: one drift of the machine's speed for both.
+    pub field_beside_dijkstra_all_ns: f64,
     pub bracket_ns: f64,
     pub table: Vec<(usize, f64)>,
     pub goal: UVec2,
@@ -285,6 +288,8 @@ pub fn measure(
     // sees one drift of the machine's speed.
     #[cfg_attr(not(feature = "peers"), allow(unused_mut))]
     let (mut bfs_ns, mut dijkstra_all_ns, mut bracket_ns) = (f64::NAN, f64::NAN, f64::NAN);
+    #[cfg_attr(not(feature = "peers"), allow(unused_mut))]
+    let mut field_beside_dijkstra_all_ns = f64::NAN;
     let mut build_field = || {
         builder
             .build_into(cost, &[goal], model, &mut field)
@@ -299,7 +304,7 @@ pub fn measure(
         bfs_ns = floor_ns;
         field_ns
     } else {
-        median_ns(reps, build_field)
+        median_ns(reps, &mut build_field)
     };
     tick(&pb);
 
@@ -331,9 +336,10 @@ pub fn measure(
         tick(&pb);
         #[cfg(feature = "peers")]
         {
-            dijkstra_all_ns = median_ns((reps / 20).max(3), || {
-                black_box(crate::peers::pathfinding_dijkstra_all(cost, goal, model));
-            });
+            (field_beside_dijkstra_all_ns, dijkstra_all_ns) =
+                median_pair_ns((reps / 4).max(8), &mut build_field, || {
+                    black_box(crate::peers::pathfinding_dijkstra_all(cost, goal, model));
+                });
             tick(&pb);
             bracket_ns = median_ns((reps / 20).max(3), || {
                 black_box(crate::peers::bracket_dijkstra_map(cost, goal, model));
@@ -359,6 +365,7 @@ pub fn measure(
         astar_ns_per_query,
         bfs_ns,
         dijkstra_all_ns,
+        field_beside_dijkstra_all_ns,
         bracket_ns,
         table,
         goal,
