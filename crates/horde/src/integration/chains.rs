@@ -441,21 +441,33 @@ impl Chains {
                 dist[self.cells[first] as usize],
                 dist[self.cells[first + n as usize - 1] as usize],
             );
-            let value = |k: u32| (va + k * straight).min(vb + (n - 1 - k) * straight);
-            let (mut before, mut here) = (a, value(0));
-            for k in 0..n {
-                let after = if k + 1 < n { value(k + 1) } else { b };
+            // The values from each end, stepped along as the cells go by: the cell's value is
+            // the lesser, and its neighbours' the lesser of those a step back and ahead.
+            let (mut from_a, mut from_b) = (va, vb + (n - 1) * straight);
+            let (mut before, mut here) = (a, from_a.min(from_b));
+            let cells = first..first + n as usize;
+            let last = n as usize - 1;
+            for (k, (&dirs, &m)) in self.dirs[cells.clone()]
+                .iter()
+                .zip(&self.map_index[cells])
+                .enumerate()
+            {
+                let after = if k < last {
+                    (from_a + straight).min(from_b - straight)
+                } else {
+                    b
+                };
                 let (ob, oa) = (offer(before), offer(after));
-                let dirs = self.dirs[first + k as usize];
                 let (db, da) = (dirs & 15, dirs >> 4);
                 let dir = match ob.cmp(&oa) {
                     std::cmp::Ordering::Less => db,
                     std::cmp::Ordering::Greater => da,
                     std::cmp::Ordering::Equal => db.min(da),
                 };
-                flow[self.map_index[first + k as usize] as usize] =
-                    if ob.min(oa) > here { FLOW_GOAL } else { dir };
+                flow[m as usize] = if ob.min(oa) > here { FLOW_GOAL } else { dir };
                 (before, here) = (here, after);
+                from_a += straight;
+                from_b = from_b.wrapping_sub(straight);
             }
         }
     }
