@@ -498,6 +498,40 @@ fn fields_on_a_large_map_equal_the_reference() {
     }
 }
 
+/// One builder reused over `cost` for `builds` (goals picked from the seeds, time-sliced or
+/// one-shot, a model), the sweeps on or off: every build equals the reference, settles each
+/// reachable cell once, and its arrows pass the flow checker.
+fn reused_builder_equals_the_reference(
+    cost: &CostField,
+    sweeps: bool,
+    builds: Vec<(Vec<u64>, bool, CostModel)>,
+) -> Result<(), TestCaseError> {
+    let mut builder = IntegrationBuilder::new();
+    builder.set_sweeps(sweeps);
+    let mut field = IntegrationField::new(*cost.grid(), CostModel::TenFourteen);
+    let mut flow = FlowField::new(*cost.grid());
+    for (picks, sliced, model) in builds {
+        let goals = pick_walkable(cost, &picks);
+        if goals.is_empty() {
+            continue;
+        }
+        let stats = if sliced {
+            builder.start(cost, &goals, model).unwrap();
+            while let BuildProgress::Running { .. } = builder.advance(50).unwrap() {}
+            builder.finish_into(&mut field).unwrap()
+        } else {
+            builder.build_into(cost, &goals, model, &mut field).unwrap()
+        };
+        let want = reference_values(&reference_dijkstra(cost, &goals, model));
+        prop_assert_eq!(field.values(), &want[..]);
+        let reachable = want.iter().filter(|&&v| v != UNREACHABLE).count();
+        prop_assert_eq!(stats.settled, reachable);
+        builder.flow_into(&mut flow).unwrap();
+        check_flow(cost, field.values(), &flow, model);
+    }
+    Ok(())
+}
+
 /// Rooms of random sizes in a lattice, walls between them, joined by doors one to three cells
 /// wide (sometimes a whole side open), in rock with corridors leading in; some rooms with a
 /// pillar or costly ground inside: the maps a wave crosses room by room.
@@ -575,35 +609,9 @@ proptest! {
             2..6,
         ),
     ) {
-        let cost = rooms_map(seed, lattice);
-        let mut builder = IntegrationBuilder::new();
         // With the sweeps off, rooms are crossed from the second build on; with them on, once
         // the sweeps find the map winding.
-        builder.set_sweeps(sweeps);
-        let mut field = IntegrationField::new(*cost.grid(), CostModel::TenFourteen);
-        let mut flow = FlowField::new(*cost.grid());
-        for (picks, sliced, model) in builds {
-            let goals = pick_walkable(&cost, &picks);
-            if goals.is_empty() {
-                continue;
-            }
-            let stats = if sliced {
-                builder.start(&cost, &goals, model).unwrap();
-                let mut progress = builder.advance(50).unwrap();
-                while let BuildProgress::Running { .. } = progress {
-                    progress = builder.advance(50).unwrap();
-                }
-                builder.finish_into(&mut field).unwrap()
-            } else {
-                builder.build_into(&cost, &goals, model, &mut field).unwrap()
-            };
-            let want = reference_values(&reference_dijkstra(&cost, &goals, model));
-            prop_assert_eq!(field.values(), &want[..]);
-            let reachable = want.iter().filter(|&&v| v != UNREACHABLE).count();
-            prop_assert_eq!(stats.settled, reachable);
-            builder.flow_into(&mut flow).unwrap();
-            check_flow(&cost, field.values(), &flow, model);
-        }
+        reused_builder_equals_the_reference(&rooms_map(seed, lattice), sweeps, builds)?;
     }
 }
 
@@ -651,29 +659,6 @@ proptest! {
             2..7,
         ),
     ) {
-        let cost = two_dungeons(seed, 50, 7);
-        let mut builder = IntegrationBuilder::new();
-        builder.set_sweeps(sweeps);
-        let mut field = IntegrationField::new(*cost.grid(), CostModel::TenFourteen);
-        let mut flow = FlowField::new(*cost.grid());
-        for (picks, sliced, model) in builds {
-            let goals = pick_walkable(&cost, &picks);
-            if goals.is_empty() {
-                continue;
-            }
-            let stats = if sliced {
-                builder.start(&cost, &goals, model).unwrap();
-                while let BuildProgress::Running { .. } = builder.advance(50).unwrap() {}
-                builder.finish_into(&mut field).unwrap()
-            } else {
-                builder.build_into(&cost, &goals, model, &mut field).unwrap()
-            };
-            let want = reference_values(&reference_dijkstra(&cost, &goals, model));
-            prop_assert_eq!(field.values(), &want[..]);
-            let reachable = want.iter().filter(|&&v| v != UNREACHABLE).count();
-            prop_assert_eq!(stats.settled, reachable);
-            builder.flow_into(&mut flow).unwrap();
-            check_flow(&cost, field.values(), &flow, model);
-        }
+        reused_builder_equals_the_reference(&two_dungeons(seed, 50, 7), sweeps, builds)?;
     }
 }
