@@ -171,8 +171,11 @@ impl Chains {
                 if ring || run.iter().any(|&c| costs[c as usize] != PLAIN) {
                     continue;
                 }
-                for piece in run.chunks(MAX_CELLS) {
-                    if piece.len() >= MIN_CELLS {
+                // Cut into pieces of even length, each a chain: a piece too short to be one would
+                // be a corridor cell beside a chain's end, from which a walk could step onto it.
+                if run.len() >= MIN_CELLS {
+                    let size = run.len().div_ceil(run.len().div_ceil(MAX_CELLS));
+                    for piece in run.chunks(size) {
                         self.add(piece, moves, runs, pw);
                     }
                 }
@@ -721,5 +724,35 @@ mod tests {
         }
         assert!(b.chains_used);
         assert_eq!(flow.dir(UVec2::new(12, 4)), Some(crate::Dir8::N));
+    }
+
+    #[test]
+    fn a_corridor_longer_than_a_chain_is_cut_into_chains_of_even_length() {
+        // Two rooms joined by a straight corridor of 513 cells: one cell more than a chain.
+        let mut cost = CostField::new(Grid::new(600, 32).unwrap());
+        cost.fill_rect(UVec2::ZERO, UVec2::new(599, 31), WALL)
+            .unwrap();
+        cost.fill_rect(UVec2::new(1, 1), UVec2::new(30, 30), 1)
+            .unwrap();
+        cost.fill_rect(UVec2::new(31, 15), UVec2::new(543, 15), 1)
+            .unwrap();
+        cost.fill_rect(UVec2::new(544, 1), UVec2::new(573, 30), 1)
+            .unwrap();
+        let mut b = IntegrationBuilder::new();
+        b.set_sweeps(false);
+        let mut flow = FlowField::new(*cost.grid());
+        for goal in [UVec2::new(2, 2), UVec2::new(570, 3), UVec2::new(2, 29)] {
+            let want = wave_through_every_cell(&cost, &[(goal, 0)], CostModel::TenFourteen);
+            let want = want.unwrap();
+            for _ in 0..2 {
+                let field = b.build(&cost, &[goal], CostModel::TenFourteen).unwrap();
+                assert_eq!(field, want, "goal {goal:?}");
+                b.flow_into(&mut flow).unwrap();
+                assert_eq!(flow, FlowField::from_integration(&cost, &want).unwrap());
+            }
+        }
+        assert!(b.chains_used);
+        let lengths: Vec<u32> = b.rooms.chains.chains.iter().map(|c| c.len).collect();
+        assert_eq!(lengths, vec![257, 256]);
     }
 }
