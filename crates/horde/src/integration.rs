@@ -52,6 +52,7 @@ use crate::cost::{CostField, CostModel, PLAIN, WALL, max_walkable};
 use crate::grid::{Grid, GridError, SizeMismatch};
 
 mod chains;
+mod ranked;
 pub(crate) mod rooms;
 pub(crate) mod sweep;
 

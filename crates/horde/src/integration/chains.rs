@@ -21,6 +21,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::UNREACHABLE;
+use super::ranked::RankedCells;
 use crate::cost::{PLAIN, WALL};
 use crate::flow::{FLOW_GOAL, FLOW_UNREACHABLE};
 
@@ -79,9 +80,9 @@ pub(crate) struct Chains {
     /// after it (high half); the cells beside the ends outside the chain count as before the
     /// first and after the last.
     dirs: Vec<u8>,
+    /// The ends, in the order of their cells, found by cell through `end_cells`.
     ends: Vec<ChainEnd>,
-    end_bits: Vec<u64>,
-    rank: Vec<u32>,
+    end_cells: RankedCells,
     /// Inner cells with their chains, by cell (seeds are looked up here).
     inner: Vec<(u32, u32)>,
     disabled: Vec<bool>,
@@ -184,18 +185,8 @@ impl Chains {
         }
         // The ends in the order of their cells, found by rank in the bits.
         self.ends.sort_unstable_by_key(|e| e.cell);
-        self.end_bits.clear();
-        self.end_bits.resize(plen.div_ceil(64), 0);
-        for e in &self.ends {
-            let c = e.cell as usize;
-            self.end_bits[c / 64] |= 1 << (c % 64);
-        }
-        self.rank.clear();
-        let mut before = 0;
-        for &bits in &self.end_bits {
-            self.rank.push(before);
-            before += bits.count_ones();
-        }
+        self.end_cells
+            .build(plen, self.ends.iter().map(|e| e.cell as usize));
         self.inner.sort_unstable();
         self.disabled.clear();
         self.disabled.resize(self.chains.len(), false);
@@ -310,12 +301,7 @@ impl Chains {
     /// The end of a chain in this build at padded cell `c`, if it is one. O(1).
     #[inline(always)]
     pub(crate) fn end_at(&self, c: usize) -> Option<&ChainEnd> {
-        let bits = *self.end_bits.get(c / 64)?;
-        if bits & 1 << (c % 64) == 0 {
-            return None;
-        }
-        let i = self.rank[c / 64] + (bits & ((1 << (c % 64)) - 1)).count_ones();
-        let e = &self.ends[i as usize];
+        let e = &self.ends[self.end_cells.rank_of(c)?];
         (self.disabled_list.is_empty() || !self.disabled[e.chain as usize]).then_some(e)
     }
 

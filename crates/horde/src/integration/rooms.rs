@@ -16,6 +16,7 @@
 //! The rooms are worked out when a one-shot wave first runs over a map seen unchanged twice, and
 //! kept while it stays so.
 
+use super::ranked::RankedCells;
 use super::{TOUCHED_BLOCK, UNREACHABLE, touch};
 use crate::cost::{CostModel, PLAIN, WALL};
 
@@ -84,10 +85,8 @@ pub(crate) struct Rooms {
     doors: Vec<Door>,
     /// Every entry, in the order of their cells.
     entries: Vec<Entry>,
-    /// A bit per padded cell: an entry of a room; and per word of bits, the entries before it,
-    /// so that an entry is found in O(1) (`entry_at`).
-    entry_bits: Vec<u64>,
-    rank: Vec<u32>,
+    /// The entries' cells, so that an entry is found by its cell in O(1) (`entry_at`).
+    entry_cells: RankedCells,
     /// Rooms left out of this build: a seed lies in them (the wave goes through their cells).
     disabled: Vec<bool>,
     disabled_list: Vec<u32>,
@@ -172,22 +171,13 @@ impl Rooms {
             }
         }
         order.sort_unstable_by_key(|&(cell, _)| cell);
-        self.entry_bits.clear();
-        self.entry_bits.resize(plen.div_ceil(64), 0);
-        for &(cell, _) in &order {
-            self.entry_bits[cell as usize / 64] |= 1 << (cell % 64);
-        }
+        self.entry_cells
+            .build(plen, order.iter().map(|&(cell, _)| cell as usize));
         self.entries.extend(order.iter().map(|&(_, e)| e));
         // `out` held the entry's legal steps; keep those that leave its room.
         for (e, &(cell, _)) in self.entries.iter_mut().zip(&order) {
             let r = self.rooms[e.room as usize];
             e.out &= steps_leaving(&r, cell as usize, pw);
-        }
-        self.rank.clear();
-        let mut before = 0;
-        for &bits in &self.entry_bits {
-            self.rank.push(before);
-            before += bits.count_ones();
         }
         self.disabled.clear();
         self.disabled.resize(self.rooms.len(), false);
@@ -312,12 +302,7 @@ impl Rooms {
     /// The entry at padded cell `c`, if `c` is one of a room in this build. O(1).
     #[inline(always)]
     pub(crate) fn entry_at(&self, c: usize) -> Option<&Entry> {
-        let bits = self.entry_bits[c / 64];
-        if bits & 1 << (c % 64) == 0 {
-            return None;
-        }
-        let i = self.rank[c / 64] + (bits & ((1 << (c % 64)) - 1)).count_ones();
-        let e = &self.entries[i as usize];
+        let e = &self.entries[self.entry_cells.rank_of(c)?];
         (self.disabled_list.is_empty() || !self.disabled[e.room as usize]).then_some(e)
     }
 
