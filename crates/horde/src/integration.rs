@@ -2260,6 +2260,65 @@ mod tests {
     }
 
     #[test]
+    fn every_fill_kernel_gives_the_rooms_the_values_of_the_plain_fill() {
+        // Rooms seven cells wide (one masked vector a row) and 20 wide (a whole vector and a
+        // masked one).
+        for (side, goal) in [(7, UVec2::new(3, 3)), (20, UVec2::new(5, 30))] {
+            let cost = rooms_and_doors(5, side, 3, 7);
+            for model in [CostModel::TenFourteen, CostModel::Octile] {
+                let mut b = IntegrationBuilder::new();
+                b.set_sweeps(false);
+                for _ in 0..2 {
+                    b.build(&cost, &[goal], model).unwrap();
+                }
+                assert!(b.wave.rooms, "side {side}");
+                // The values of a plain wave through every cell, padded as the builder keeps them.
+                let reference = first_build(&cost, &[goal], model);
+                let pw = b.padded_width;
+                let want = |c: usize| reference.values()[(c / pw - 1) * (pw - 2) + c % pw - 1];
+                // Every cell but the entries garbled (3 is no sum of steps in either model).
+                let mut garbled = b.dist.clone();
+                for (c, v) in garbled.iter_mut().enumerate() {
+                    if b.rooms.entry_at(c).is_none() {
+                        *v = 3;
+                    }
+                }
+                let prices = (model.straight(), model.diagonal());
+                let limit = b.wave.limit;
+                let mut plain = None;
+                for (name, kernel) in rooms::Rooms::fill_kernels() {
+                    let mut dist = garbled.clone();
+                    let mut touched = vec![0u64; b.touched.len()];
+                    let mut sources = Vec::new();
+                    let fill = b.rooms.prepare_fill(
+                        &mut dist,
+                        &mut touched,
+                        pw,
+                        prices,
+                        limit,
+                        &mut sources,
+                    );
+                    let filled = kernel(&b.rooms, fill).unwrap();
+                    let written: Vec<usize> =
+                        (0..dist.len()).filter(|&c| dist[c] != garbled[c]).collect();
+                    assert_eq!(written.len(), filled, "{name}, side {side}");
+                    assert!(filled > 0);
+                    for &c in &written {
+                        assert_eq!(dist[c], want(c), "{name}, side {side}, cell {c}");
+                        assert!(
+                            touched[c / TOUCHED_BLOCK / 64] & 1 << (c / TOUCHED_BLOCK % 64) != 0
+                        );
+                    }
+                    match &plain {
+                        None => plain = Some(dist),
+                        Some(p) => assert_eq!(&dist, p, "{name}, side {side}"),
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn open_ground_and_time_slices_do_not_cross_rooms() {
         // An open map is swept without looking for rooms; and it is one big rectangle: with the
         // goal in it, nothing is left to cross (looked for with the sweeps off).

@@ -115,6 +115,15 @@ pub(crate) fn min_plus(row: &mut [u32], offsets: &[u32], v: u32) {
     }
 }
 
+/// Where in [`Rooms::fill`]'s table the crossing prices from `source` `(x, y, value)` to the
+/// cells of padded row `y` from column `x0` on start: the table's row `|y − source y|`, from the
+/// column of `dx = x0 − source x`.
+#[inline(always)]
+pub(crate) fn table_at(source: (u32, u32, u32), x0: usize, y: u32) -> usize {
+    let (ex, ey, _) = source;
+    y.abs_diff(ey) as usize * TABLE_WIDTH + x0 + MAX_SIDE - 1 - ex as usize
+}
+
 impl Rooms {
     /// Work the rooms out from the padded `costs` and legal steps `moves` (width `pw`, map
     /// rows `1..=h`): greedily, the largest rectangle of untaken plain cells at each untaken
@@ -346,6 +355,30 @@ impl Rooms {
         limit: u32,
         sources: &mut Vec<(u32, u32, u32)>,
     ) -> Result<usize, usize> {
+        let fill = self.prepare_fill(dist, touched, pw, prices, limit, sources);
+        #[cfg(target_arch = "x86_64")]
+        {
+            let cpu = crate::simd::cpu();
+            if let Some(avx512) = cpu.avx512 {
+                return avx512.fill_rooms(self, fill);
+            }
+            if let Some(avx2) = cpu.avx2 {
+                return avx2.fill_rooms(self, fill);
+            }
+        }
+        self.fill_with(fill, min_plus)
+    }
+
+    /// The table of crossing prices for `prices`, and what a fill writes.
+    pub(crate) fn prepare_fill<'a>(
+        &mut self,
+        dist: &'a mut [u32],
+        touched: &'a mut [u64],
+        pw: usize,
+        prices: (u32, u32),
+        limit: u32,
+        sources: &'a mut Vec<(u32, u32, u32)>,
+    ) -> Fill<'a> {
         if self.table_prices != prices || self.table.len() != MAX_SIDE * TABLE_WIDTH + LANES {
             let (straight, diagonal) = prices;
             self.table.clear();
@@ -360,27 +393,53 @@ impl Rooms {
             self.table.extend([0; LANES]);
             self.table_prices = prices;
         }
-        let fill = Fill {
+        Fill {
             dist,
             touched,
             pw,
             diagonal: prices.1,
             limit,
             sources,
-        };
-        #[cfg(target_arch = "x86_64")]
-        if let Some(avx2) = crate::simd::cpu().avx2 {
-            return avx2.fill_rooms(self, fill);
         }
-        self.fill_with(fill, min_plus)
     }
 
-    /// [`fill`](Self::fill) with `min_plus` (the plain code or a vector kernel).
+    /// [`fill`](Self::fill) with `min_plus` (the plain code or a vector kernel) over whole
+    /// vectors of `LANES` cells: a row is worked out in a buffer and then copied into place (a
+    /// room seven wide would otherwise go through the loop's scalar tail).
     #[inline(always)]
     pub(crate) fn fill_with(
         &self,
         fill: Fill<'_>,
         min_plus: impl Fn(&mut [u32], &[u32], u32),
+    ) -> Result<usize, usize> {
+        let mut acc = [UNREACHABLE; MAX_SIDE.next_multiple_of(LANES)];
+        self.fill_rows(fill, |row, table, sources, y, x0| {
+            let len = row.len();
+            let lanes = len.next_multiple_of(LANES);
+            let acc = &mut acc[..lanes];
+            acc.fill(UNREACHABLE);
+            for &source in sources {
+                let at = table_at(source, x0, y);
+                for (a, o) in acc
+                    .chunks_exact_mut(LANES)
+                    .zip(table[at..at + lanes].chunks_exact(LANES))
+                {
+                    min_plus(a, o, source.2);
+                }
+            }
+            row.copy_from_slice(&acc[..len]);
+        })
+    }
+
+    /// [`fill`](Self::fill) with `fill_row(row, table, sources, y, x0)`, which sets each cell
+    /// of `row` (padded row `y`, columns `x0..x0 + row.len()`) to the least over the sources
+    /// `(x, y, value)` of the value plus the crossing price (the table, from
+    /// [`table_at`]).
+    #[inline(always)]
+    pub(crate) fn fill_rows(
+        &self,
+        fill: Fill<'_>,
+        mut fill_row: impl FnMut(&mut [u32], &[u32], &[(u32, u32, u32)], u32, usize),
     ) -> Result<usize, usize> {
         let Fill {
             dist,
@@ -412,28 +471,11 @@ impl Rooms {
             // at most `diagonal × longest`, so the sums stay in range and need checking only
             // near the top.
             let check = top as u64 + (diagonal * self.longest) as u64 > limit as u64;
-            // A row is worked out in whole vectors of `LANES` (a room seven wide would otherwise
-            // go through the loop's scalar tail), then copied into place.
             let len = x1 - x0 + 1;
-            let lanes = len.next_multiple_of(LANES);
-            let mut acc = [UNREACHABLE; MAX_SIDE.next_multiple_of(LANES)];
             for y in r.y0..=r.y1 {
                 let start = y as usize * pw + x0;
-                let acc = &mut acc[..lanes];
-                acc.fill(UNREACHABLE);
-                for &(ex, ey, v) in sources.iter() {
-                    let dy = y.abs_diff(ey) as usize;
-                    // The table's row `dy`, from the column of dx = x0 − ex.
-                    let at = dy * TABLE_WIDTH + x0 + MAX_SIDE - 1 - ex as usize;
-                    for (a, o) in acc
-                        .chunks_exact_mut(LANES)
-                        .zip(self.table[at..at + lanes].chunks_exact(LANES))
-                    {
-                        min_plus(a, o, v);
-                    }
-                }
                 let row = &mut dist[start..start + len];
-                row.copy_from_slice(&acc[..len]);
+                fill_row(row, &self.table, sources, y, x0);
                 if check && let Some(k) = row.iter().position(|&v| v > limit) {
                     return Err(start + k);
                 }
@@ -446,6 +488,31 @@ impl Rooms {
             filled += r.interior();
         }
         Ok(filled)
+    }
+
+    /// The plain fill and each vector fill this CPU runs, by name (for the tests).
+    #[cfg(test)]
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn fill_kernels() -> Vec<(
+        &'static str,
+        Box<dyn for<'a> Fn(&Rooms, Fill<'a>) -> Result<usize, usize>>,
+    )> {
+        let mut kernels: Vec<(&'static str, Box<dyn for<'a> Fn(&Rooms, Fill<'a>) -> _>)> =
+            vec![("plain", Box::new(|r: &Rooms, f| r.fill_with(f, min_plus)))];
+        #[cfg(target_arch = "x86_64")]
+        {
+            use crate::simd::under_test;
+            if let Some(avx2) = under_test::avx2() {
+                kernels.push(("avx2", Box::new(move |r: &Rooms, f| avx2.fill_rooms(r, f))));
+            }
+            if let Some(avx512) = under_test::avx512() {
+                kernels.push((
+                    "avx512",
+                    Box::new(move |r: &Rooms, f| avx512.fill_rooms(r, f)),
+                ));
+            }
+        }
+        kernels
     }
 
     /// Rooms, entries and cells of rooms that are not entries (for the tests).

@@ -5,8 +5,7 @@ use std::arch::x86_64::*;
 use crate::cost::{CostModel, WALL};
 use crate::integration::UNREACHABLE;
 use crate::integration::sweep::{
-    EMPTY, INF, Prices, Span, SweepOutcome, leftwards_tail, mark_cells,
-    rightwards_tail,
+    EMPTY, INF, Prices, Span, SweepOutcome, leftwards_tail, mark_cells, rightwards_tail,
 };
 use crate::simd::{Avx2, Avx512};
 
