@@ -332,6 +332,18 @@ impl IntegrationBuilder {
                 }
                 let k = sc.cursor.k;
                 sc.cursor.k += 1;
+                // A row with no needs this pass has nothing to sweep: told here, before the
+                // call into the row's pass, which costs more than the look (on a map whose
+                // reached cells are few, most rows of the late rounds).
+                let y = if sc.cursor.dir == 1 { h - k } else { k + 1 };
+                let words = sc.words;
+                if sc.need[sc.cursor.dir][y * words..][..words]
+                    .iter()
+                    .all(|&w| w == 0)
+                {
+                    sc.cursor.work += 1;
+                    continue;
+                }
                 let rows = (&mut *dist, costs, &mut *touched);
                 let (changed, work) = sweep_row(rows, sc, pw, h, sc.cursor.dir == 1, k);
                 sc.cursor.changed += changed as usize;
