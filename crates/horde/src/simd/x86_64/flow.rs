@@ -407,6 +407,21 @@ fn derive_row_avx512(
         let bytes: &[u8; WIDE] = terrain[x + 1..x + 1 + WIDE].try_into().expect("16 cells");
         // SAFETY: reads 16 bytes from an array of 16.
         let tc = unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) };
+        let here = load(mid, x + 1);
+        if _mm512_cmpeq_epi32_mask(here, all) == u16::MAX {
+            // No cell of the block has a value (the water of a lake map, rock between rooms):
+            // walls and unreachable cells, without the offers.
+            let byte = _mm_mask_blend_epi8(
+                _mm_cmpeq_epi8_mask(tc, wall),
+                _mm_set1_epi8(FLOW_UNREACHABLE as i8),
+                _mm_set1_epi8(FLOW_WALL as i8),
+            );
+            let out: &mut [u8; WIDE] = (&mut row[x..x + WIDE]).try_into().expect("16 cells");
+            // SAFETY: writes 16 bytes into an array of 16.
+            unsafe { _mm_storeu_si128(out.as_mut_ptr().cast(), byte) };
+            x += WIDE;
+            continue;
+        }
         let t = _mm512_cvtepu8_epi32(tc);
         let (s, g) = (
             _mm512_madd_epi16(t, straight_v),
@@ -447,7 +462,6 @@ fn derive_row_avx512(
             let here_best = _mm512_cmpeq_epi32_mask(offers[d], best);
             byte = _mm512_mask_mov_epi32(byte, here_best, splat(d as u32));
         }
-        let here = load(mid, x + 1);
         byte = _mm512_mask_mov_epi32(
             byte,
             _mm512_cmpgt_epu32_mask(best, here),
