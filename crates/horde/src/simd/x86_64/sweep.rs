@@ -361,7 +361,18 @@ fn row_pass_avx512(
     let mut x = lo;
     // The block before, final: its last lane is the value of the cell before the block.
     let mut before = _mm512_set1_epi32(cur[lo - 1] as i32);
-    while x + WIDE <= hi + 1 {
+    loop {
+        if x + WIDE > hi + 1 {
+            // Fewer cells left than a block: one more block, ending at `hi`, over cells already
+            // done too, which it leaves as they are (their offers are in, and the scan from the
+            // final cell before the block gives them their own values), rather than the cells
+            // one at a time. A map's full rows end so (Boston_0_256: sixteen cells a row).
+            if x > hi || hi + 1 < lo + WIDE {
+                break;
+            }
+            x = hi + 1 - WIDE;
+            before = _mm512_set1_epi32(cur[x - 1] as i32);
+        }
         let above: &[u32; WIDE + 2] = prev[x - 1..x + WIDE + 1].try_into().expect("18 cells");
         let here: &[u8; WIDE + 2] = terrain[x - 1..x + WIDE + 1].try_into().expect("18 cells");
         let up: &[u8; WIDE] = prev_terrain[x..x + WIDE].try_into().expect("16 cells");
@@ -424,7 +435,15 @@ fn row_pass_avx512(
     // Leftwards from `right` down to `first`: blocks of cells `x - 16..x`, from the cell at `x`.
     let mut x = right;
     let mut after = _mm512_set1_epi32(cur[x] as i32);
-    while x >= first + WIDE {
+    loop {
+        if x < first + WIDE {
+            // As rightwards: the last cells in one block from `first`, over cells done too.
+            if x <= first || right < first + WIDE {
+                break;
+            }
+            x = first + WIDE;
+            after = _mm512_set1_epi32(cur[x] as i32);
+        }
         let at = x - WIDE;
         let here: &[u8; WIDE] = terrain[at..x].try_into().expect("16 cells");
         let row: &mut [u32; WIDE] = (&mut cur[at..x]).try_into().expect("16 cells");
