@@ -231,7 +231,16 @@ fn row_pass_avx2(
     let mut x = lo;
     // The value of the cell before the block, in every lane.
     let mut carry = _mm256_set1_epi32(cur[lo - 1] as i32);
-    while x + CELLS_PER_BLOCK <= hi + 1 {
+    loop {
+        if x + CELLS_PER_BLOCK > hi + 1 {
+            // Fewer cells left than a block: one more block ending at `hi`, over cells done
+            // too (see `row_pass_avx512`).
+            if x > hi || hi + 1 < lo + CELLS_PER_BLOCK {
+                break;
+            }
+            x = hi + 1 - CELLS_PER_BLOCK;
+            carry = _mm256_set1_epi32(cur[x - 1] as i32);
+        }
         let above: &[u32; CELLS_PER_BLOCK + 2] = prev[x - 1..x + CELLS_PER_BLOCK + 1]
             .try_into()
             .expect("10 cells");
@@ -304,7 +313,15 @@ fn row_pass_avx2(
     let to_right = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
     let mut x = right;
     let mut carry = _mm256_set1_epi32(cur[x] as i32);
-    while x >= first + CELLS_PER_BLOCK {
+    loop {
+        if x < first + CELLS_PER_BLOCK {
+            // As rightwards: the last cells in one block from `first`, over cells done too.
+            if x <= first || right < first + CELLS_PER_BLOCK {
+                break;
+            }
+            x = first + CELLS_PER_BLOCK;
+            carry = _mm256_set1_epi32(cur[x] as i32);
+        }
         let at = x - CELLS_PER_BLOCK;
         let here: &[u8; CELLS_PER_BLOCK] = terrain[at..x].try_into().expect("8 cells");
         let row: &mut [u32; CELLS_PER_BLOCK] = (&mut cur[at..x]).try_into().expect("8 cells");
