@@ -276,7 +276,14 @@ fn derive_row_avx2(
     let splat = |v: u32| _mm256_set1_epi32(v as i32);
     let (straight_v, diagonal_v) = (splat(straight), splat(diagonal));
     let mut x = 0;
-    while x + 8 <= w {
+    loop {
+        if x + 8 > w {
+            // As in `derive_row_avx512`: the last cells in one block ending at the row's end.
+            if x == w || w < 8 {
+                break;
+            }
+            x = w - 8;
+        }
         let bytes: &[u8; 8] = terrain[x + 1..x + 9].try_into().expect("8 cells");
         // SAFETY: reads 8 bytes from an array of 8.
         let t = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(bytes.as_ptr().cast()) });
@@ -403,7 +410,15 @@ fn derive_row_avx512(
     let (straight_v, diagonal_v) = (splat(straight), splat(diagonal));
     let wall = _mm_set1_epi8(WALL as i8);
     let mut x = 0;
-    while x + WIDE <= w {
+    loop {
+        if x + WIDE > w {
+            // Fewer cells left than a block: one block ending at the row's end. An arrow depends
+            // only on the cells around it, so the cells done again come out the same.
+            if x == w || w < WIDE {
+                break;
+            }
+            x = w - WIDE;
+        }
         let bytes: &[u8; WIDE] = terrain[x + 1..x + 1 + WIDE].try_into().expect("16 cells");
         // SAFETY: reads 16 bytes from an array of 16.
         let tc = unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) };
