@@ -400,7 +400,6 @@ fn fill_inf(dist: &mut [u32]) {
 
 #[inline(always)]
 pub(crate) fn finish_plain(dist: &mut [u32], model: CostModel) -> SweepOutcome {
-    let limit = INF - 1 - model.diagonal() * WALL as u32;
     // Lane-wise counts and maxima over chunks of 8, which the compiler turns into vector code.
     let mut counts = [0u32; 8];
     let mut tops = [0u32; 8];
@@ -413,14 +412,29 @@ pub(crate) fn finish_plain(dist: &mut [u32], model: CostModel) -> SweepOutcome {
             *v = if finite { *v } else { UNREACHABLE };
         }
     }
-    for (l, v) in chunks.into_remainder().iter_mut().enumerate() {
-        let finite = *v < INF;
-        counts[l] += finite as u32;
-        tops[l] = tops[l].max(if finite { *v } else { 0 });
-        *v = if finite { *v } else { UNREACHABLE };
+    finish_lanes(&counts, &tops, chunks.into_remainder(), model)
+}
+
+/// The end of [`finish_plain`] and of its vector forms: the lanes' counts of reached cells and
+/// their largest values, then the cells left over one at a time, and the range check.
+#[inline(always)]
+pub(crate) fn finish_lanes(
+    counts: &[u32],
+    tops: &[u32],
+    rest: &mut [u32],
+    model: CostModel,
+) -> SweepOutcome {
+    let limit = INF - 1 - model.diagonal() * WALL as u32;
+    let mut reachable = counts.iter().map(|&c| c as usize).sum::<usize>();
+    let mut largest = tops.iter().copied().max().unwrap_or(0);
+    for v in rest {
+        if *v < INF {
+            reachable += 1;
+            largest = largest.max(*v);
+        } else {
+            *v = UNREACHABLE;
+        }
     }
-    let reachable = counts.iter().map(|&c| c as usize).sum::<usize>();
-    let largest = tops.into_iter().max().unwrap_or(0);
     if largest > limit {
         return SweepOutcome::HandOver;
     }

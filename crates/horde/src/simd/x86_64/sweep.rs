@@ -5,7 +5,8 @@ use std::arch::x86_64::*;
 use crate::cost::{CostModel, WALL};
 use crate::integration::UNREACHABLE;
 use crate::integration::sweep::{
-    EMPTY, INF, Prices, Span, SweepOutcome, leftwards_tail, mark_cells, rightwards_tail,
+    EMPTY, INF, Prices, Span, SweepOutcome, finish_lanes, leftwards_tail, mark_cells,
+    rightwards_tail,
 };
 use crate::simd::{Avx2, Avx512};
 
@@ -114,7 +115,6 @@ fn fill_avx512(cells: &mut [u32], v: u32) {
 /// the unreached cells only was slower on AMD's cores.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 fn finish_avx512(dist: &mut [u32], model: CostModel) -> SweepOutcome {
-    let limit = INF - 1 - model.diagonal() * WALL as u32;
     let inf = _mm512_set1_epi32(INF as i32);
     let none = _mm512_set1_epi32(UNREACHABLE as i32);
     let (mut counts, mut tops) = (_mm512_setzero_si512(), _mm512_setzero_si512());
@@ -137,25 +137,11 @@ fn finish_avx512(dist: &mut [u32], model: CostModel) -> SweepOutcome {
         _mm512_storeu_si512(lane_counts.as_mut_ptr().cast(), counts);
         _mm512_storeu_si512(lane_tops.as_mut_ptr().cast(), tops);
     }
-    let mut reachable = lane_counts.iter().map(|&c| c as usize).sum::<usize>();
-    let mut largest = lane_tops.into_iter().max().unwrap_or(0);
-    for v in chunks.into_remainder() {
-        if *v < INF {
-            reachable += 1;
-            largest = largest.max(*v);
-        } else {
-            *v = UNREACHABLE;
-        }
-    }
-    if largest > limit {
-        return SweepOutcome::HandOver;
-    }
-    SweepOutcome::Done(reachable)
+    finish_lanes(&lane_counts, &lane_tops, chunks.into_remainder(), model)
 }
 
 #[target_feature(enable = "avx2")]
 fn finish_avx2(dist: &mut [u32], model: CostModel) -> SweepOutcome {
-    let limit = INF - 1 - model.diagonal() * WALL as u32;
     let below_inf = _mm256_set1_epi32((INF - 1) as i32);
     let ones = _mm256_set1_epi32(-1);
     let (mut counts, mut tops) = (_mm256_setzero_si256(), _mm256_setzero_si256());
@@ -178,20 +164,7 @@ fn finish_avx2(dist: &mut [u32], model: CostModel) -> SweepOutcome {
         _mm256_storeu_si256(lane_counts.as_mut_ptr().cast(), counts);
         _mm256_storeu_si256(lane_tops.as_mut_ptr().cast(), tops);
     }
-    let mut reachable = lane_counts.iter().map(|&c| c as usize).sum::<usize>();
-    let mut largest = lane_tops.into_iter().max().unwrap_or(0);
-    for v in chunks.into_remainder() {
-        if *v < INF {
-            reachable += 1;
-            largest = largest.max(*v);
-        } else {
-            *v = UNREACHABLE;
-        }
-    }
-    if largest > limit {
-        return SweepOutcome::HandOver;
-    }
-    SweepOutcome::Done(reachable)
+    finish_lanes(&lane_counts, &lane_tops, chunks.into_remainder(), model)
 }
 
 /// `row_pass` (integration sweeps) for AVX2, eight cells at a time: each block takes the offers of the row before
