@@ -143,7 +143,14 @@ impl FlowField {
             pd[dst..dst + w as usize].copy_from_slice(&integration.values()[src..src + w as usize]);
         }
         let mut out = FlowField::new(*cost.grid());
-        derive(&pc, &pd, pw, integration.model(), out.cells_mut());
+        derive(
+            &pc,
+            &pd,
+            pw,
+            integration.model(),
+            UNREACHABLE,
+            out.cells_mut(),
+        );
         Ok(out)
     }
 
@@ -384,6 +391,7 @@ impl IntegrationBuilder {
                     &self.dist,
                     pw,
                     self.model,
+                    self.no_value(),
                     &mut out.cells,
                     0,
                     spans,
@@ -393,12 +401,19 @@ impl IntegrationBuilder {
                 out.footprint_of = version;
             }
             None => {
-                derive(&self.costs, &self.dist, pw, self.model, out.cells_mut());
+                derive(
+                    &self.costs,
+                    &self.dist,
+                    pw,
+                    self.model,
+                    self.no_value(),
+                    out.cells_mut(),
+                );
             }
         }
         // The chains' cells last: the arrows' pass saw no values inside them.
-        self.write_chain_cells(&mut out.deep, |chains, dist, straight, stale| {
-            chains.write_arrows(dist, straight, stale, &mut out.cells)
+        self.write_chain_cells(&mut out.deep, |chains, dist, straight, stale, none| {
+            chains.write_arrows(dist, straight, stale, none, &mut out.cells)
         });
         Ok(())
     }
@@ -437,12 +452,14 @@ fn refill_gone_blocks(old: &[u64], new: &[u64], costs: &[u8], pw: usize, out: &m
 
 /// The arrows of spans of rows (padded row, first and last padded column) into `out`, which
 /// holds the field's rows from row `first` (0-based) on: the one place that picks a kernel for
-/// this CPU (AVX-512, AVX2, or the plain one).
+/// this CPU (AVX-512, AVX2, or the plain one). Distances from `none` on are no value.
+#[allow(clippy::too_many_arguments)]
 fn derive_over(
     costs: &[u8],
     dist: &[u32],
     pw: usize,
     model: CostModel,
+    none: u32,
     out: &mut [u8],
     first: usize,
     spans: impl Iterator<Item = (usize, usize, usize)>,
@@ -451,13 +468,13 @@ fn derive_over(
     {
         let cpu = crate::simd::cpu();
         if let Some(avx512) = cpu.avx512 {
-            return avx512.derive_spans(costs, dist, pw, model, out, first, spans);
+            return avx512.derive_spans(costs, dist, pw, model, none, out, first, spans);
         }
         if let Some(avx2) = cpu.avx2 {
-            return avx2.derive_spans(costs, dist, pw, model, out, first, spans);
+            return avx2.derive_spans(costs, dist, pw, model, none, out, first, spans);
         }
     }
-    derive_spans_with(costs, dist, pw, model, out, first, spans, derive_row);
+    derive_spans_with(costs, dist, pw, model, none, out, first, spans, derive_row);
 }
 
 /// Spans (padded row, first and last padded column) of the flow field into `out` (the field's
@@ -469,10 +486,11 @@ pub(crate) fn derive_spans_with(
     dist: &[u32],
     pw: usize,
     model: CostModel,
+    none: u32,
     out: &mut [u8],
     first: usize,
     spans: impl Iterator<Item = (usize, usize, usize)>,
-    derive_row: impl Fn(&[u32], &[u32], &[u32], &[u8], u32, u32, &mut [u8]),
+    derive_row: impl Fn(&[u32], &[u32], &[u32], &[u8], u32, u32, u32, &mut [u8]),
 ) {
     let w = pw - 2;
     let (straight, diagonal) = (model.straight(), model.diagonal());
@@ -490,14 +508,15 @@ pub(crate) fn derive_spans_with(
             terrain,
             straight,
             diagonal,
+            none,
             &mut out[at + a - 1..at + b],
         );
     }
 }
 
 /// The flow kernel over padded costs and distances (a wall border one cell wide, walls and
-/// unreachable cells at [`UNREACHABLE`]), one row at a time.
-fn derive(costs: &[u8], dist: &[u32], pw: usize, model: CostModel, out: &mut [u8]) {
+/// unreachable cells at [`UNREACHABLE`], or at `none` or above), one row at a time.
+fn derive(costs: &[u8], dist: &[u32], pw: usize, model: CostModel, none: u32, out: &mut [u8]) {
     // Rows are independent: on large maps, bands of rows go to rayon's threads (the bytes are
     // the same whatever the split). Handing work to the pool costs a wake-up and a sleep, more
     // than a second thread saves on maps under the sweeps' own size for bands, and all of it
@@ -510,11 +529,13 @@ fn derive(costs: &[u8], dist: &[u32], pw: usize, model: CostModel, out: &mut [u8
             use rayon::prelude::*;
             out.par_chunks_mut(w * BAND_ROWS)
                 .enumerate()
-                .for_each(|(k, band)| derive_band(costs, dist, pw, model, band, k * BAND_ROWS));
+                .for_each(|(k, band)| {
+                    derive_band(costs, dist, pw, model, none, band, k * BAND_ROWS)
+                });
             return;
         }
     }
-    derive_band(costs, dist, pw, model, out, 0);
+    derive_band(costs, dist, pw, model, none, out, 0);
 }
 
 /// Rows `first..` of the flow field into `out` (whole rows): a span per row.
@@ -523,12 +544,13 @@ fn derive_band(
     dist: &[u32],
     pw: usize,
     model: CostModel,
+    none: u32,
     out: &mut [u8],
     first: usize,
 ) {
     let w = pw - 2;
     let rows = (first + 1..=first + out.len() / w).map(|y| (y, 1, w));
-    derive_over(costs, dist, pw, model, out, first, rows);
+    derive_over(costs, dist, pw, model, none, out, first, rows);
 }
 
 /// Whole rows `first..` by the plain kernel, without spans: the tests' reference.
@@ -538,6 +560,7 @@ fn derive_rows(
     dist: &[u32],
     pw: usize,
     model: CostModel,
+    none: u32,
     out: &mut [u8],
     first: usize,
 ) {
@@ -549,7 +572,7 @@ fn derive_rows(
         let mid = &dist[(y + 1) * pw..(y + 2) * pw];
         let down = &dist[(y + 2) * pw..(y + 3) * pw];
         let terrain = &costs[(y + 1) * pw..(y + 2) * pw];
-        derive_row(up, mid, down, terrain, straight, diagonal, row);
+        derive_row(up, mid, down, terrain, straight, diagonal, none, row);
     }
 }
 
@@ -573,7 +596,9 @@ pub(crate) fn padded_rows<'a>(
 
 /// One row of arrows, without branches on the data. The corner rule needs no terrain lookups
 /// here: a walkable straight neighbour of a reachable cell is itself reachable, so for the cells
-/// that get an arrow, "neighbour value is UNREACHABLE" means "wall".
+/// that get an arrow, "neighbour has no value" means "wall". A distance from `none` on is no
+/// value: UNREACHABLE, or the sweeps' INF, which they leave beyond their footprint.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn derive_row(
     up: &[u32],
@@ -582,6 +607,7 @@ pub(crate) fn derive_row(
     terrain: &[u8],
     straight: u32,
     diagonal: u32,
+    none: u32,
     row: &mut [u8],
 ) {
     let w = row.len();
@@ -597,8 +623,8 @@ pub(crate) fn derive_row(
         let (room_s, room_g) = (UNREACHABLE - s, UNREACHABLE - g);
         let plus_s = |v: u32| v.min(room_s) + s;
         let diag = |v: u32, a: u32, b: u32| {
-            // A diagonal past a wall side (UNREACHABLE, the largest value) is no way.
-            if a.max(b) == UNREACHABLE {
+            // A diagonal past a wall side (no value) is no way.
+            if a.max(b) >= none {
                 UNREACHABLE
             } else {
                 v.min(room_g) + g
@@ -624,7 +650,7 @@ pub(crate) fn derive_row(
         // or a seed of a seeded field.
         let byte = if t == WALL as u32 {
             FLOW_WALL as u32
-        } else if here == UNREACHABLE {
+        } else if here >= none {
             FLOW_UNREACHABLE as u32
         } else if best > here {
             FLOW_GOAL as u32
@@ -695,6 +721,7 @@ pub(crate) fn flow_byte(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::integration::sweep::INF;
 
     fn fields(cost: &CostField, goal: UVec2) -> (IntegrationField, FlowField) {
         let mut b = IntegrationBuilder::new();
@@ -995,7 +1022,16 @@ mod tests {
             let mut flow = FlowField::new(*cost.grid());
             b.flow_into(&mut flow).unwrap();
             let mut plain = vec![0u8; 45 * 33];
-            derive_rows(&b.costs, &b.dist, b.padded_width, model, &mut plain, 0);
+            let none = b.no_value();
+            derive_rows(
+                &b.costs,
+                &b.dist,
+                b.padded_width,
+                model,
+                none,
+                &mut plain,
+                0,
+            );
             assert_eq!(flow.bytes(), &plain[..], "{model:?}");
             let goals = plain.iter().filter(|&&d| d == FLOW_GOAL).count();
             assert_eq!(goals, 1, "{model:?}");
@@ -1038,12 +1074,21 @@ mod tests {
                 s ^= s << 17;
                 s
             };
-            for model in [CostModel::TenFourteen, CostModel::Octile] {
+            // No value as UNREACHABLE (the wave's), or also as the sweeps' INF (beyond their
+            // footprint, UNREACHABLE within it).
+            for (model, none) in [
+                (CostModel::TenFourteen, UNREACHABLE),
+                (CostModel::Octile, UNREACHABLE),
+                (CostModel::TenFourteen, INF),
+            ] {
                 let mut costs = vec![WALL; pw * (h + 2)];
-                let mut dist = vec![UNREACHABLE; pw * (h + 2)];
+                let mut dist = vec![none; pw * (h + 2)];
                 for y in 1..=h {
                     for x in 1..=w {
                         let r = next();
+                        if r % 3 == 0 {
+                            dist[y * pw + x] = UNREACHABLE;
+                        }
                         if r % 6 != 0 {
                             costs[y * pw + x] = if r % 5 == 0 {
                                 1 + (r >> 40) as u8 % 254
@@ -1055,7 +1100,7 @@ mod tests {
                             }
                             // Values next to the top of the range, where steps saturate.
                             if r % 17 == 0 && reached(x) {
-                                dist[y * pw + x] = UNREACHABLE - (r >> 30) as u32 % 3000;
+                                dist[y * pw + x] = none - 1 - (r >> 30) as u32 % 3000;
                             }
                         }
                     }
@@ -1063,10 +1108,10 @@ mod tests {
                 let mut fast = vec![0u8; w * h];
                 let mut plain = vec![0u8; w * h];
                 #[cfg(feature = "parallel")]
-                two_threads.install(|| derive(&costs, &dist, pw, model, &mut fast));
+                two_threads.install(|| derive(&costs, &dist, pw, model, none, &mut fast));
                 #[cfg(not(feature = "parallel"))]
-                derive(&costs, &dist, pw, model, &mut fast);
-                derive_rows(&costs, &dist, pw, model, &mut plain, 0);
+                derive(&costs, &dist, pw, model, none, &mut fast);
+                derive_rows(&costs, &dist, pw, model, none, &mut plain, 0);
                 assert_eq!(fast, plain);
                 let rows = || (1..=h).map(|y| (y, 1, w));
                 // Each vector kernel the CPU has, whichever the dispatch picks.
@@ -1074,12 +1119,13 @@ mod tests {
                 {
                     if let Some(avx2) = crate::simd::under_test::avx2() {
                         let mut eight = vec![0u8; w * h];
-                        avx2.derive_spans(&costs, &dist, pw, model, &mut eight, 0, rows());
+                        avx2.derive_spans(&costs, &dist, pw, model, none, &mut eight, 0, rows());
                         assert_eq!(eight, plain);
                     }
                     if let Some(avx512) = crate::simd::under_test::avx512() {
                         let mut sixteen = vec![0u8; w * h];
-                        avx512.derive_spans(&costs, &dist, pw, model, &mut sixteen, 0, rows());
+                        let out = &mut sixteen;
+                        avx512.derive_spans(&costs, &dist, pw, model, none, out, 0, rows());
                         assert_eq!(sixteen, plain);
                     }
                 }
@@ -1120,10 +1166,20 @@ mod tests {
             };
             let (pw, n) = (b.padded_width, (w * h) as usize);
             let mut plain = vec![0u8; n];
-            derive_rows(&b.costs, &b.dist, pw, model, &mut plain, 0);
+            let none = b.no_value();
+            derive_rows(&b.costs, &b.dist, pw, model, none, &mut plain, 0);
             let mut dispatched = vec![0xAAu8; n];
             fill_from_terrain(&b.costs, pw, &mut dispatched);
-            derive_over(&b.costs, &b.dist, pw, model, &mut dispatched, 0, spans());
+            derive_over(
+                &b.costs,
+                &b.dist,
+                pw,
+                model,
+                none,
+                &mut dispatched,
+                0,
+                spans(),
+            );
             assert_eq!(dispatched, plain);
             // Each kernel writes the footprint's cells, and only those.
             let scrambled = || {
@@ -1139,6 +1195,7 @@ mod tests {
                 &b.dist,
                 pw,
                 model,
+                none,
                 &mut one,
                 0,
                 spans(),
@@ -1149,12 +1206,14 @@ mod tests {
             {
                 if let Some(avx2) = crate::simd::under_test::avx2() {
                     let mut eight = scrambled();
-                    avx2.derive_spans(&b.costs, &b.dist, pw, model, &mut eight, 0, spans());
+                    let out = &mut eight;
+                    avx2.derive_spans(&b.costs, &b.dist, pw, model, none, out, 0, spans());
                     assert_eq!(eight, plain);
                 }
                 if let Some(avx512) = crate::simd::under_test::avx512() {
                     let mut sixteen = scrambled();
-                    avx512.derive_spans(&b.costs, &b.dist, pw, model, &mut sixteen, 0, spans());
+                    let out = &mut sixteen;
+                    avx512.derive_spans(&b.costs, &b.dist, pw, model, none, out, 0, spans());
                     assert_eq!(sixteen, plain);
                 }
             }

@@ -280,6 +280,10 @@ pub struct IntegrationBuilder {
     /// cost more than the wave.
     touched: Vec<u64>,
     touched_valid: bool,
+    /// After sweeps whose footprint was small, `dist` holds INF (not UNREACHABLE) beyond the
+    /// blocks around the footprint (see `sweep::finish_around`): the next sweeps reset those
+    /// blocks only, and the next wave the whole map.
+    inf_outside: bool,
     /// The highest walkable terrain of the costs `prepare` copied last.
     max_terrain: u8,
     /// One-shot waves left that go without walks along corridors, and the padded map size that
@@ -799,8 +803,8 @@ impl IntegrationBuilder {
             out.footprint_valid = false;
             out.deep.chains.clear();
         }
-        self.write_chain_cells(&mut out.deep, |chains, dist, straight, stale| {
-            chains.write_values(dist, straight, stale, &mut out.values)
+        self.write_chain_cells(&mut out.deep, |chains, dist, straight, stale, none| {
+            chains.write_values(dist, straight, stale, none, &mut out.values)
         });
         out.model = self.model;
         out.grid = grid;
@@ -881,6 +885,10 @@ impl IntegrationBuilder {
             self.rooms.valid = false;
         }
         self.max_terrain = top;
+        if self.dist.len() != plen {
+            // New cells would be UNREACHABLE among the INF.
+            self.inf_outside = false;
+        }
         self.dist.resize(plen, UNREACHABLE);
     }
 
@@ -995,7 +1003,10 @@ impl IntegrationBuilder {
     /// pass to restore them. After a wave, only the blocks it touched are reset.
     fn reset_wave_distances(&mut self) {
         let words = self.dist.len().div_ceil(TOUCHED_BLOCK * 64);
-        if self.touched_valid && self.touched.len() == words {
+        if self.touched_valid
+            && self.touched.len() == words
+            && !std::mem::take(&mut self.inf_outside)
+        {
             let dist = &mut self.dist;
             let n = dist.len();
             for (k, bits) in self.touched.iter_mut().enumerate() {
@@ -1021,6 +1032,7 @@ impl IntegrationBuilder {
             self.touched.clear();
             self.touched.resize(words, 0);
         }
+        self.inf_outside = false;
         self.touched_valid = true;
     }
 
@@ -1034,21 +1046,39 @@ impl IntegrationBuilder {
     }
 
     /// Bring an output's chain cells (`deep`, known to this builder or emptied) up to date:
-    /// `write` gets the chains, the distances, the straight step's price and the chains the
-    /// output held, to clear those not reached now and fill those reached.
+    /// `write` gets the chains, the distances, the straight step's price, the chains the
+    /// output held, to clear those not reached now and fill those reached, and the least
+    /// distance that means "no value" (INF beyond the blocks the last sweeps finished).
     pub(crate) fn write_chain_cells(
         &self,
         deep: &mut DeepCells,
-        write: impl FnOnce(&chains::Chains, &[u32], u32, &[u32]),
+        write: impl FnOnce(&chains::Chains, &[u32], u32, &[u32], u32),
     ) {
         let chains = &self.rooms.chains;
         if self.chains_used || !deep.chains.is_empty() {
             // Without chains in the last build, none is marked reached.
-            write(chains, &self.dist, self.model.straight(), &deep.chains);
+            let none = self.no_value();
+            write(
+                chains,
+                &self.dist,
+                self.model.straight(),
+                &deep.chains,
+                none,
+            );
             deep.chains.clear();
             deep.chains.extend_from_slice(chains.reached());
         }
         deep.layout = self.chain_layout();
+    }
+
+    /// The least distance in `dist` that means "no value": INF when the last sweeps left it
+    /// beyond their footprint (see `inf_outside`), UNREACHABLE otherwise.
+    pub(crate) fn no_value(&self) -> u32 {
+        if self.inf_outside {
+            sweep::INF
+        } else {
+            UNREACHABLE
+        }
     }
 
     /// The [`CostField`] version of the costs built over last (0: unknown).
@@ -1091,10 +1121,7 @@ impl IntegrationBuilder {
     /// Whether the last wave left a footprint (a swept build does not) under a third of the
     /// map, so that passes over its spans beat passes over the whole map.
     fn footprint_is_small(&self) -> bool {
-        self.touched_valid && {
-            let marked: usize = self.touched.iter().map(|b| b.count_ones() as usize).sum();
-            marked * TOUCHED_BLOCK * 3 <= self.dist.len()
-        }
+        self.touched_valid && small_footprint(&self.touched, self.dist.len())
     }
 
     /// Set up Dial's buckets and queue the seeds.
@@ -1599,6 +1626,13 @@ fn is_corridor(m: u8) -> bool {
         mask
     };
     m < 16 && AT_MOST_TWO >> m & 1 != 0
+}
+
+/// Whether the footprint `touched` (a bit per `TOUCHED_BLOCK` padded cells) covers at most a
+/// third of the `len` padded cells, so that passes over its spans beat passes over the map.
+pub(crate) fn small_footprint(touched: &[u64], len: usize) -> bool {
+    let marked: usize = touched.iter().map(|b| b.count_ones() as usize).sum();
+    marked * TOUCHED_BLOCK * 3 <= len
 }
 
 /// Write UNREACHABLE into the map cells (`values`, width `w`) of the footprint blocks marked in

@@ -372,19 +372,25 @@ impl Chains {
     }
 
     /// Write the inner cells of the chains reached into `values` (the map's), and the
-    /// wave's own values (`dist`: UNREACHABLE, or a value if the wave went through the chain's
-    /// cells) into those of `stale` chains (a field's of before) not crossed now.
+    /// build's own values (`dist`: UNREACHABLE, or a value if the build went through the
+    /// chain's cells; from `none` on, no value) into those of `stale` chains (a field's of
+    /// before) not crossed now.
     pub(crate) fn write_values(
         &self,
         dist: &[u32],
         straight: u32,
         stale: &[u32],
+        none: u32,
         values: &mut [u32],
     ) {
         for &i in stale {
             if !self.was_reached(i) {
                 for (c, m) in self.inner_cells(i) {
-                    values[m] = dist[c];
+                    values[m] = if dist[c] >= none {
+                        UNREACHABLE
+                    } else {
+                        dist[c]
+                    };
                 }
             }
         }
@@ -400,13 +406,21 @@ impl Chains {
 
     /// Write the arrows of every cell of the chains reached (ends included: the arrows' pass
     /// saw no inner values) into `flow` (the map's bytes), and FLOW_UNREACHABLE into the inner
-    /// cells of `stale` chains not crossed now that the wave did not reach either.
-    pub(crate) fn write_arrows(&self, dist: &[u32], straight: u32, stale: &[u32], flow: &mut [u8]) {
+    /// cells of `stale` chains not crossed now that the build did not reach either (`dist` at
+    /// `none` or above).
+    pub(crate) fn write_arrows(
+        &self,
+        dist: &[u32],
+        straight: u32,
+        stale: &[u32],
+        none: u32,
+        flow: &mut [u8],
+    ) {
         for &i in stale {
             if !self.was_reached(i) {
-                // A cell the wave reached is in its footprint, whose arrows are written.
+                // A cell the build reached is in its footprint, whose arrows are written.
                 for (c, m) in self.inner_cells(i) {
-                    if dist[c] == UNREACHABLE {
+                    if dist[c] >= none {
                         flow[m] = FLOW_UNREACHABLE;
                     }
                 }

@@ -11,7 +11,7 @@
 //! three times as many, still cheaper than the wave), mazes many more: when the work passes a
 //! budget, the map goes to the wave, and the next builds of that size go straight there.
 
-use super::{IntegrationBuilder, TOUCHED_BLOCK, UNREACHABLE};
+use super::{IntegrationBuilder, TOUCHED_BLOCK, UNREACHABLE, small_footprint};
 use crate::cost::{CostModel, WALL};
 use crate::simd::Cpu;
 
@@ -271,7 +271,15 @@ impl IntegrationBuilder {
             sc.seed_row = rows / seeds.len().max(1);
         }
         let dist = &mut self.dist;
-        fill_inf(dist);
+        if std::mem::take(&mut self.inf_outside)
+            && self.touched_valid
+            && self.touched.len() == dist.len().div_ceil(TOUCHED_BLOCK * 64)
+        {
+            // Beyond the last sweeps' footprint, the cells still hold INF.
+            fill_blocks(dist, &self.touched, INF);
+        } else {
+            fill_inf(dist);
+        }
         // The footprint starts empty: every cell the sweeps change is marked in it, so that the
         // copy-out and the arrows can skip the rest (see `list_spans`).
         self.touched_valid = false;
@@ -364,9 +372,21 @@ impl IntegrationBuilder {
                 return SweepOutcome::HandOver;
             }
         }
-        let outcome = finish(dist, model);
-        // Every cell the sweeps changed is in the footprint, and the rest are UNREACHABLE.
-        self.touched_valid = matches!(outcome, SweepOutcome::Done(_));
+        // A small footprint is finished alone: the rest of the map keeps INF, which the copy
+        // into the field never reads and the arrows read as no value, and the next sweeps need
+        // not fill it again (on a map mostly rock, brc202d, the two passes over the whole map
+        // were a seventh of a build).
+        let small = small_footprint(touched, dist.len());
+        let outcome = if small {
+            finish_blocks(dist, touched, model)
+        } else {
+            finish(dist, model)
+        };
+        // Every cell the sweeps changed is in the footprint, and the rest are UNREACHABLE (or
+        // INF beyond a small footprint).
+        let done = matches!(outcome, SweepOutcome::Done(_));
+        self.touched_valid = done;
+        self.inf_outside = done && small;
         sc.judge((pw, h), sc.cursor.work, &outcome);
         outcome
     }
@@ -385,6 +405,83 @@ fn finish(dist: &mut [u32], model: CostModel) -> SweepOutcome {
         }
     }
     finish_plain(dist, model)
+}
+
+/// [`finish`] over the blocks marked in `blocks` (a bit per `TOUCHED_BLOCK` padded cells) only:
+/// the cells beyond keep INF. O(blocks marked + cells / 1024).
+fn finish_blocks(dist: &mut [u32], blocks: &[u64], model: CostModel) -> SweepOutcome {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(avx512) = crate::simd::cpu().avx512 {
+        return avx512.finish_blocks(dist, blocks, model);
+    }
+    finish_blocks_plain(dist, blocks, model)
+}
+
+/// [`finish_plain`] over the blocks marked in `blocks`.
+pub(crate) fn finish_blocks_plain(
+    dist: &mut [u32],
+    blocks: &[u64],
+    model: CostModel,
+) -> SweepOutcome {
+    let mut counts = [0u32; TOUCHED_BLOCK];
+    let mut tops = [0u32; TOUCHED_BLOCK];
+    let (whole, n) = (dist.len() / TOUCHED_BLOCK, dist.len());
+    for_marked(blocks, |b| {
+        if b < whole {
+            let at = b * TOUCHED_BLOCK;
+            for (l, v) in dist[at..at + TOUCHED_BLOCK].iter_mut().enumerate() {
+                let finite = *v < INF;
+                counts[l] += finite as u32;
+                tops[l] = tops[l].max(if finite { *v } else { 0 });
+                *v = if finite { *v } else { UNREACHABLE };
+            }
+        }
+    });
+    finish_lanes(&counts, &tops, last_block(dist, blocks, whole, n), model)
+}
+
+/// The cells of the last, partial block of `dist` if it is marked in `blocks` (else none):
+/// the block kernels leave them to [`finish_lanes`].
+pub(crate) fn last_block<'a>(
+    dist: &'a mut [u32],
+    blocks: &[u64],
+    whole: usize,
+    n: usize,
+) -> &'a mut [u32] {
+    let marked = blocks
+        .get(whole / 64)
+        .is_some_and(|w| w >> (whole % 64) & 1 != 0);
+    if marked {
+        &mut dist[(whole * TOUCHED_BLOCK).min(n)..]
+    } else {
+        &mut []
+    }
+}
+
+/// Every cell of the blocks marked in `blocks` (a bit per `TOUCHED_BLOCK` cells) to `v`.
+pub(crate) fn fill_blocks(dist: &mut [u32], blocks: &[u64], v: u32) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(avx512) = crate::simd::cpu().avx512 {
+        return avx512.fill_blocks(dist, blocks, v);
+    }
+    let n = dist.len();
+    for_marked(blocks, |b| {
+        let at = (b * TOUCHED_BLOCK).min(n);
+        let end = (at + TOUCHED_BLOCK).min(n);
+        dist[at..end].fill(v);
+    });
+}
+
+/// `f(k)` for every bit `k` set in `bits`, in order.
+#[inline(always)]
+pub(crate) fn for_marked(bits: &[u64], mut f: impl FnMut(usize)) {
+    for (w, &word) in bits.iter().enumerate() {
+        let mut rest = word;
+        while rest != 0 {
+            f(w * 64 + rest.trailing_zeros() as usize);
+            rest &= rest - 1;
+        }
+    }
 }
 
 /// Every cell to INF ("no value yet"), in the widest stores the CPU has: a pass over the whole
@@ -1356,6 +1453,157 @@ mod tests {
                 assert_eq!(wide, by_hand, "avx512: seed {seed}");
                 assert_eq!(vector, want, "avx512: seed {seed}");
             }
+        }
+    }
+
+    #[test]
+    fn the_footprints_end_pass_and_fill_touch_its_blocks_only() {
+        for seed in 0..300u64 {
+            let n = 1 + seed as usize * 53 % 900;
+            let (mut dist, _, _) = random_rows(seed, n.max(3));
+            let n = dist.len();
+            // Some cells with no value yet, one past the range now and then.
+            for (i, v) in dist.iter_mut().enumerate() {
+                if (i as u64 ^ seed).is_multiple_of(3) {
+                    *v = INF;
+                }
+            }
+            if seed % 10 == 0 {
+                dist[seed as usize % n] = INF - 2;
+            }
+            // Blocks marked at random, the last (maybe partial) one among them now and then,
+            // and bits past the end.
+            let words = n.div_ceil(TOUCHED_BLOCK * 64);
+            let mut blocks: Vec<u64> = (0..words)
+                .map(|k| (seed.wrapping_add(k as u64)).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+                .collect();
+            if seed % 4 == 0 {
+                blocks.iter_mut().for_each(|w| *w = u64::MAX);
+            }
+            let model = if seed % 2 == 0 {
+                CostModel::TenFourteen
+            } else {
+                CostModel::Octile
+            };
+            let marked = |i: usize| {
+                let b = i / TOUCHED_BLOCK;
+                blocks[b / 64] >> (b % 64) & 1 != 0
+            };
+            // By hand: the marked cells finished, the others as they were.
+            let mut by_hand = dist.clone();
+            let mut inside: Vec<u32> = (0..n).filter(|&i| marked(i)).map(|i| dist[i]).collect();
+            let want = finish_by_hand(&mut inside, model);
+            let mut k = 0;
+            for (i, v) in by_hand.iter_mut().enumerate() {
+                if marked(i) {
+                    *v = inside[k];
+                    k += 1;
+                }
+            }
+            let mut plain = dist.clone();
+            assert_eq!(
+                finish_blocks_plain(&mut plain, &blocks, model),
+                want,
+                "seed {seed}"
+            );
+            assert_eq!(plain, by_hand, "seed {seed}");
+            let mut filled = dist.clone();
+            for_marked(&blocks, |b| {
+                let at = (b * TOUCHED_BLOCK).min(n);
+                filled[at..(at + TOUCHED_BLOCK).min(n)].fill(7);
+            });
+            let want_filled: Vec<u32> = (0..n)
+                .map(|i| if marked(i) { 7 } else { dist[i] })
+                .collect();
+            assert_eq!(filled, want_filled, "seed {seed}");
+            #[cfg(target_arch = "x86_64")]
+            if let Some(avx512) = crate::simd::under_test::avx512() {
+                let mut wide = dist.clone();
+                let vector = avx512.finish_blocks(&mut wide, &blocks, model);
+                assert_eq!(wide, by_hand, "avx512: seed {seed}");
+                assert_eq!(vector, want, "avx512: seed {seed}");
+                let mut wide = dist.clone();
+                avx512.fill_blocks(&mut wide, &blocks, 7);
+                assert_eq!(wide, want_filled, "avx512: seed {seed}");
+            }
+        }
+    }
+
+    /// A map of rock with two rooms that do not meet, one builder reused: goals in either room
+    /// or both, the sweeps on and off, builds in one call and time-sliced. The sweeps' small
+    /// footprints leave INF beyond them, which the next builds of either kind start from: each
+    /// build's field and arrows equal a fresh builder's.
+    #[test]
+    fn builds_after_sweeps_that_left_inf_beyond_their_footprint_equal_fresh_builds() {
+        use crate::{CostField, FlowField, Grid, IntegrationField};
+        use glam::UVec2;
+        let (w, h) = (150u32, 120u32);
+        let mut cost = CostField::new(Grid::new(w, h).unwrap());
+        cost.fill_rect(UVec2::ZERO, UVec2::new(w - 1, h - 1), WALL)
+            .unwrap();
+        cost.fill_rect(UVec2::new(5, 6), UVec2::new(40, 30), 1)
+            .unwrap();
+        cost.fill_rect(UVec2::new(90, 70), UVec2::new(130, 110), 2)
+            .unwrap();
+        cost.fill_rect(UVec2::new(100, 80), UVec2::new(120, 82), WALL)
+            .unwrap();
+        // A third room whose top row starts a block of padded cells (152 wide: cell (71, 40)
+        // is padded cell 6304, 16 × 394) after a block of rock: from (70, 41) the diagonal to
+        // (71, 40) passes that rock, which no build reaches, so it keeps INF, and the arrows
+        // must read it as a wall.
+        cost.fill_rect(UVec2::new(60, 41), UVec2::new(85, 55), 1)
+            .unwrap();
+        cost.fill_rect(UVec2::new(71, 40), UVec2::new(85, 40), 1)
+            .unwrap();
+        let goals: [&[UVec2]; 6] = [
+            &[UVec2::new(10, 10)],
+            &[UVec2::new(80, 40)],
+            &[UVec2::new(100, 100)],
+            &[UVec2::new(39, 29), UVec2::new(91, 71)],
+            &[UVec2::new(72, 40)],
+            &[UVec2::new(110, 75)],
+        ];
+        for model in [CostModel::TenFourteen, CostModel::Octile] {
+            let mut reused = IntegrationBuilder::new();
+            let mut field = IntegrationField::new(*cost.grid(), model);
+            let mut flow = FlowField::new(*cost.grid());
+            let mut left_inf = 0;
+            for round in 0..12 {
+                let g = goals[round % goals.len()];
+                let sweeps = round % 4 != 3;
+                let sliced = round % 3 == 2;
+                reused.set_sweeps(sweeps);
+                if sliced {
+                    reused.start(&cost, g, model).unwrap();
+                    while let BuildProgressKind::Running = progress(reused.advance(97).unwrap()) {}
+                    reused.finish_into(&mut field).unwrap();
+                } else {
+                    reused.build_into(&cost, g, model, &mut field).unwrap();
+                }
+                reused.flow_into(&mut flow).unwrap();
+                let mut fresh = IntegrationBuilder::new();
+                fresh.set_sweeps(sweeps);
+                let want = fresh.build(&cost, g, model).unwrap();
+                let mut want_flow = FlowField::new(*cost.grid());
+                fresh.flow_into(&mut want_flow).unwrap();
+                assert_eq!(field.values(), want.values(), "{model:?} round {round}");
+                assert_eq!(flow.bytes(), want_flow.bytes(), "{model:?} round {round}");
+                left_inf += reused.inf_outside as usize;
+            }
+            // The sweeps, not the wave, built most rounds, from small footprints.
+            assert!(left_inf >= 4, "{model:?}: {left_inf} builds left INF");
+        }
+    }
+
+    enum BuildProgressKind {
+        Running,
+        Done,
+    }
+
+    fn progress(p: crate::BuildProgress) -> BuildProgressKind {
+        match p {
+            crate::BuildProgress::Running { .. } => BuildProgressKind::Running,
+            crate::BuildProgress::Done(_) => BuildProgressKind::Done,
         }
     }
 

@@ -23,12 +23,13 @@ impl Avx2 {
         dist: &[u32],
         pw: usize,
         model: CostModel,
+        none: u32,
         out: &mut [u8],
         first: usize,
         spans: impl Iterator<Item = (usize, usize, usize)>,
     ) {
         // SAFETY: an `Avx2` exists only where the CPU has AVX2, the kernel's only requirement.
-        unsafe { derive_spans_avx2(costs, dist, pw, model, out, first, spans) }
+        unsafe { derive_spans_avx2(costs, dist, pw, model, none, out, first, spans) }
     }
 }
 
@@ -43,13 +44,14 @@ impl Avx512 {
         dist: &[u32],
         pw: usize,
         model: CostModel,
+        none: u32,
         out: &mut [u8],
         first: usize,
         spans: impl Iterator<Item = (usize, usize, usize)>,
     ) {
         // SAFETY: an `Avx512` exists only where the CPU has AVX-512 F, BW and VL, the kernel's
         // only requirement.
-        unsafe { derive_spans_avx512(costs, dist, pw, model, out, first, spans) }
+        unsafe { derive_spans_avx512(costs, dist, pw, model, none, out, first, spans) }
     }
 }
 
@@ -236,6 +238,7 @@ fn derive_spans_avx2(
     dist: &[u32],
     pw: usize,
     model: CostModel,
+    none: u32,
     out: &mut [u8],
     first: usize,
     spans: impl Iterator<Item = (usize, usize, usize)>,
@@ -245,10 +248,11 @@ fn derive_spans_avx2(
         dist,
         pw,
         model,
+        none,
         out,
         first,
         spans,
-        |u, m, d, t, s, g, r| derive_row_avx2(u, m, d, t, s, g, r),
+        |u, m, d, t, s, g, n, r| derive_row_avx2(u, m, d, t, s, g, n, r),
     );
 }
 
@@ -256,6 +260,7 @@ fn derive_spans_avx2(
 /// loop 32 cells wide (for the byte output) and spills registers, at about twice the time.
 /// The same bytes: the same offers, ties to the lowest direction, the same order of tests.
 #[target_feature(enable = "avx2")]
+#[allow(clippy::too_many_arguments)]
 fn derive_row_avx2(
     up: &[u32],
     mid: &[u32],
@@ -263,6 +268,7 @@ fn derive_row_avx2(
     terrain: &[u8],
     straight: u32,
     diagonal: u32,
+    none: u32,
     row: &mut [u8],
 ) {
     let w = row.len();
@@ -275,6 +281,7 @@ fn derive_row_avx2(
     let all = _mm256_set1_epi32(-1); // UNREACHABLE in every lane
     let splat = |v: u32| _mm256_set1_epi32(v as i32);
     let (straight_v, diagonal_v) = (splat(straight), splat(diagonal));
+    let none_v = splat(none);
     let mut x = 0;
     loop {
         if x + 8 > w {
@@ -295,9 +302,10 @@ fn derive_row_avx2(
         );
         let (room_s, room_g) = (_mm256_sub_epi32(all, s), _mm256_sub_epi32(all, g));
         let plus_s = |v| _mm256_add_epi32(_mm256_min_epu32(v, room_s), s);
-        // A side that is UNREACHABLE (all ones) turns the diagonal's offer into all ones.
+        // A side without a value (from `none` on) turns the diagonal's offer into all ones.
         let diag = |v, a, b| {
-            let blocked = _mm256_cmpeq_epi32(_mm256_max_epu32(a, b), all);
+            let side = _mm256_max_epu32(a, b);
+            let blocked = _mm256_cmpeq_epi32(_mm256_max_epu32(side, none_v), side);
             _mm256_or_si256(_mm256_add_epi32(_mm256_min_epu32(v, room_g), g), blocked)
         };
         let (dn, de, ds, dw) = (
@@ -331,7 +339,7 @@ fn derive_row_avx2(
         byte = _mm256_blendv_epi8(
             byte,
             splat(FLOW_UNREACHABLE as u32),
-            _mm256_cmpeq_epi32(here, all),
+            _mm256_cmpeq_epi32(_mm256_max_epu32(here, none_v), here),
         );
         byte = _mm256_blendv_epi8(
             byte,
@@ -357,6 +365,7 @@ fn derive_row_avx2(
         &terrain[x..],
         straight,
         diagonal,
+        none,
         &mut row[x..],
     );
 }
@@ -369,6 +378,7 @@ fn derive_spans_avx512(
     dist: &[u32],
     pw: usize,
     model: CostModel,
+    none: u32,
     out: &mut [u8],
     first: usize,
     spans: impl Iterator<Item = (usize, usize, usize)>,
@@ -378,16 +388,18 @@ fn derive_spans_avx512(
         dist,
         pw,
         model,
+        none,
         out,
         first,
         spans,
-        |u, m, d, t, s, g, r| derive_row_avx512(u, m, d, t, s, g, r),
+        |u, m, d, t, s, g, n, r| derive_row_avx512(u, m, d, t, s, g, n, r),
     );
 }
 
 /// [`derive_row_avx2`] sixteen cells at a time, with mask registers for the tests: the same
 /// bytes.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+#[allow(clippy::too_many_arguments)]
 fn derive_row_avx512(
     up: &[u32],
     mid: &[u32],
@@ -395,6 +407,7 @@ fn derive_row_avx512(
     terrain: &[u8],
     straight: u32,
     diagonal: u32,
+    none: u32,
     row: &mut [u8],
 ) {
     const WIDE: usize = 16;
@@ -408,6 +421,7 @@ fn derive_row_avx512(
     let all = _mm512_set1_epi32(-1); // UNREACHABLE in every lane
     let splat = |v: u32| _mm512_set1_epi32(v as i32);
     let (straight_v, diagonal_v) = (splat(straight), splat(diagonal));
+    let none_v = splat(none);
     let wall = _mm_set1_epi8(WALL as i8);
     let mut x = 0;
     loop {
@@ -423,7 +437,7 @@ fn derive_row_avx512(
         // SAFETY: reads 16 bytes from an array of 16.
         let tc = unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) };
         let here = load(mid, x + 1);
-        if _mm512_cmpeq_epi32_mask(here, all) == u16::MAX {
+        if _mm512_cmpge_epu32_mask(here, none_v) == u16::MAX {
             // No cell of the block has a value (the water of a lake map, rock between rooms):
             // walls and unreachable cells, without the offers.
             let byte = _mm_mask_blend_epi8(
@@ -444,9 +458,9 @@ fn derive_row_avx512(
         );
         let (room_s, room_g) = (_mm512_sub_epi32(all, s), _mm512_sub_epi32(all, g));
         let plus_s = |v| _mm512_add_epi32(_mm512_min_epu32(v, room_s), s);
-        // A side that is UNREACHABLE (all ones) makes the diagonal's offer all ones.
+        // A side without a value (from `none` on) makes the diagonal's offer all ones.
         let diag = |v, a, b| {
-            let blocked = _mm512_cmpeq_epi32_mask(_mm512_max_epu32(a, b), all);
+            let blocked = _mm512_cmpge_epu32_mask(_mm512_max_epu32(a, b), none_v);
             _mm512_mask_mov_epi32(
                 _mm512_add_epi32(_mm512_min_epu32(v, room_g), g),
                 blocked,
@@ -484,7 +498,7 @@ fn derive_row_avx512(
         );
         byte = _mm512_mask_mov_epi32(
             byte,
-            _mm512_cmpeq_epi32_mask(here, all),
+            _mm512_cmpge_epu32_mask(here, none_v),
             splat(FLOW_UNREACHABLE as u32),
         );
         byte = _mm512_mask_mov_epi32(byte, _mm_cmpeq_epi8_mask(tc, wall), splat(FLOW_WALL as u32));
@@ -500,6 +514,7 @@ fn derive_row_avx512(
         &terrain[x..],
         straight,
         diagonal,
+        none,
         &mut row[x..],
     );
 }

@@ -3,11 +3,11 @@
 use std::arch::x86_64::*;
 
 use crate::cost::{CostModel, WALL};
-use crate::integration::UNREACHABLE;
 use crate::integration::sweep::{
-    EMPTY, INF, Prices, Span, SweepOutcome, finish_lanes, leftwards_tail, mark_cells,
-    rightwards_tail,
+    EMPTY, INF, Prices, Span, SweepOutcome, finish_lanes, for_marked, last_block, leftwards_tail,
+    mark_cells, rightwards_tail,
 };
+use crate::integration::{TOUCHED_BLOCK, UNREACHABLE};
 use crate::simd::{Avx2, Avx512};
 
 /// A row and the row before it, and their terrain: `(cur, prev, terrain, prev_terrain)`.
@@ -98,6 +98,77 @@ impl Avx512 {
         // SAFETY: as above.
         unsafe { fill_avx512(cells, v) }
     }
+
+    /// [`finish_blocks_plain`]: a block of sixteen cells in a register.
+    #[inline]
+    pub(crate) fn finish_blocks(
+        self,
+        dist: &mut [u32],
+        blocks: &[u64],
+        model: CostModel,
+    ) -> SweepOutcome {
+        // SAFETY: as above.
+        unsafe { finish_blocks_avx512(dist, blocks, model) }
+    }
+
+    /// [`fill_blocks`](crate::integration::sweep::fill_blocks): a 64-byte store a block.
+    #[inline]
+    pub(crate) fn fill_blocks(self, dist: &mut [u32], blocks: &[u64], v: u32) {
+        // SAFETY: as above.
+        unsafe { fill_blocks_avx512(dist, blocks, v) }
+    }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+fn finish_blocks_avx512(dist: &mut [u32], blocks: &[u64], model: CostModel) -> SweepOutcome {
+    const WIDE: usize = TOUCHED_BLOCK;
+    let inf = _mm512_set1_epi32(INF as i32);
+    let none = _mm512_set1_epi32(UNREACHABLE as i32);
+    let (mut counts, mut tops) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+    let one = _mm512_set1_epi32(1);
+    let (whole, n) = (dist.len() / WIDE, dist.len());
+    for_marked(blocks, |b| {
+        if b < whole {
+            let block: &mut [u32; WIDE] = (&mut dist[b * WIDE..(b + 1) * WIDE])
+                .try_into()
+                .expect("16 cells");
+            // SAFETY: the load and the store each cover the 16 u32 of `block`.
+            unsafe {
+                let v = _mm512_loadu_si512(block.as_ptr().cast());
+                let finite = _mm512_cmplt_epu32_mask(v, inf);
+                counts = _mm512_mask_add_epi32(counts, finite, counts, one);
+                tops = _mm512_mask_max_epu32(tops, finite, tops, v);
+                let out = _mm512_mask_mov_epi32(none, finite, v);
+                _mm512_storeu_si512(block.as_mut_ptr().cast(), out);
+            }
+        }
+    });
+    let (mut lane_counts, mut lane_tops) = ([0u32; 16], [0u32; 16]);
+    // SAFETY: each store writes 16 u32 into an array of 16.
+    unsafe {
+        _mm512_storeu_si512(lane_counts.as_mut_ptr().cast(), counts);
+        _mm512_storeu_si512(lane_tops.as_mut_ptr().cast(), tops);
+    }
+    let rest = last_block(dist, blocks, whole, n);
+    finish_lanes(&lane_counts, &lane_tops, rest, model)
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+fn fill_blocks_avx512(dist: &mut [u32], blocks: &[u64], v: u32) {
+    const WIDE: usize = TOUCHED_BLOCK;
+    let lanes = _mm512_set1_epi32(v as i32);
+    let (whole, n) = (dist.len() / WIDE, dist.len());
+    for_marked(blocks, |b| {
+        if b < whole {
+            let block: &mut [u32; WIDE] = (&mut dist[b * WIDE..(b + 1) * WIDE])
+                .try_into()
+                .expect("16 cells");
+            // SAFETY: the store writes the 16 u32 of `block`.
+            unsafe { _mm512_storeu_si512(block.as_mut_ptr().cast(), lanes) };
+        } else {
+            dist[(b * WIDE).min(n)..].fill(v);
+        }
+    });
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
