@@ -143,14 +143,13 @@ impl FlowField {
             pd[dst..dst + w as usize].copy_from_slice(&integration.values()[src..src + w as usize]);
         }
         let mut out = FlowField::new(*cost.grid());
-        derive(
-            &pc,
-            &pd,
-            pw,
-            integration.model(),
-            UNREACHABLE,
-            out.cells_mut(),
-        );
+        // A field from anywhere: the general kernel.
+        let kind = FieldKind {
+            model: integration.model(),
+            none: UNREACHABLE,
+            exact: false,
+        };
+        derive(&pc, &pd, pw, kind, out.cells_mut());
         Ok(out)
     }
 
@@ -341,6 +340,15 @@ const UNIT: [Vec2; 8] = [
 ];
 
 impl IntegrationBuilder {
+    /// The kind of field the builder holds: exact, whichever way it was built.
+    fn field_kind(&self) -> FieldKind {
+        FieldKind {
+            model: self.model,
+            none: self.no_value(),
+            exact: true,
+        }
+    }
+
     /// Derive the flow field of the builder's last integration field, reading its padded scratch
     /// directly (no allocation, no bounds tests). O(cells).
     ///
@@ -390,8 +398,7 @@ impl IntegrationBuilder {
                     &self.costs,
                     &self.dist,
                     pw,
-                    self.model,
-                    self.no_value(),
+                    self.field_kind(),
                     &mut out.cells,
                     0,
                     spans,
@@ -405,8 +412,7 @@ impl IntegrationBuilder {
                     &self.costs,
                     &self.dist,
                     pw,
-                    self.model,
-                    self.no_value(),
+                    self.field_kind(),
                     out.cells_mut(),
                 );
             }
@@ -450,6 +456,17 @@ fn refill_gone_blocks(old: &[u64], new: &[u64], costs: &[u8], pw: usize, out: &m
     });
 }
 
+/// What the arrows' kernels need to know of a field: its cost model, the least distance that
+/// means no value, and whether it is exact (a builder's, see `derive_row_exact_avx512`: every
+/// reached cell holds the least of its neighbours' values plus the step to each, or a seed's
+/// own value below that), which a faster kernel needs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FieldKind {
+    pub(crate) model: CostModel,
+    pub(crate) none: u32,
+    pub(crate) exact: bool,
+}
+
 /// The arrows of spans of rows (padded row, first and last padded column) into `out`, which
 /// holds the field's rows from row `first` (0-based) on: the one place that picks a kernel for
 /// this CPU (AVX-512, AVX2, or the plain one). Distances from `none` on are no value.
@@ -458,22 +475,27 @@ fn derive_over(
     costs: &[u8],
     dist: &[u32],
     pw: usize,
-    model: CostModel,
-    none: u32,
+    kind: FieldKind,
     out: &mut [u8],
     first: usize,
     spans: impl Iterator<Item = (usize, usize, usize)>,
 ) {
+    let FieldKind { model, none, exact } = kind;
     #[cfg(target_arch = "x86_64")]
     {
         let cpu = crate::simd::cpu();
         if let Some(avx512) = cpu.avx512 {
+            if exact {
+                return avx512.derive_exact_spans(costs, dist, pw, model, none, out, first, spans);
+            }
             return avx512.derive_spans(costs, dist, pw, model, none, out, first, spans);
         }
         if let Some(avx2) = cpu.avx2 {
             return avx2.derive_spans(costs, dist, pw, model, none, out, first, spans);
         }
     }
+    // The plain kernel serves exact fields as well.
+    let _ = exact;
     derive_spans_with(costs, dist, pw, model, none, out, first, spans, derive_row);
 }
 
@@ -516,7 +538,7 @@ pub(crate) fn derive_spans_with(
 
 /// The flow kernel over padded costs and distances (a wall border one cell wide, walls and
 /// unreachable cells at [`UNREACHABLE`], or at `none` or above), one row at a time.
-fn derive(costs: &[u8], dist: &[u32], pw: usize, model: CostModel, none: u32, out: &mut [u8]) {
+fn derive(costs: &[u8], dist: &[u32], pw: usize, kind: FieldKind, out: &mut [u8]) {
     // Rows are independent: on large maps, bands of rows go to rayon's threads (the bytes are
     // the same whatever the split). Handing work to the pool costs a wake-up and a sleep, more
     // than a second thread saves on maps under the sweeps' own size for bands, and all of it
@@ -529,13 +551,11 @@ fn derive(costs: &[u8], dist: &[u32], pw: usize, model: CostModel, none: u32, ou
             use rayon::prelude::*;
             out.par_chunks_mut(w * BAND_ROWS)
                 .enumerate()
-                .for_each(|(k, band)| {
-                    derive_band(costs, dist, pw, model, none, band, k * BAND_ROWS)
-                });
+                .for_each(|(k, band)| derive_band(costs, dist, pw, kind, band, k * BAND_ROWS));
             return;
         }
     }
-    derive_band(costs, dist, pw, model, none, out, 0);
+    derive_band(costs, dist, pw, kind, out, 0);
 }
 
 /// Rows `first..` of the flow field into `out` (whole rows): a span per row.
@@ -543,14 +563,13 @@ fn derive_band(
     costs: &[u8],
     dist: &[u32],
     pw: usize,
-    model: CostModel,
-    none: u32,
+    kind: FieldKind,
     out: &mut [u8],
     first: usize,
 ) {
     let w = pw - 2;
     let rows = (first + 1..=first + out.len() / w).map(|y| (y, 1, w));
-    derive_over(costs, dist, pw, model, none, out, first, rows);
+    derive_over(costs, dist, pw, kind, out, first, rows);
 }
 
 /// Whole rows `first..` by the plain kernel, without spans: the tests' reference.
@@ -1039,6 +1058,74 @@ mod tests {
     }
 
     #[test]
+    fn the_builders_kernel_for_exact_fields_gives_the_general_kernels_arrows() {
+        // Built fields (exact) over random terrain up to the dearest, walls, several goals and
+        // seeds with their own values (a flee field's), the sweeps on and off: the builder's
+        // arrows (the kernel for exact fields where the CPU has it) equal the general plain
+        // kernel's over the same distances.
+        for seed in 0..40u64 {
+            let (w, h) = (20 + seed as u32 * 7 % 70, 10 + seed as u32 * 11 % 50);
+            let mut cost = crate::maps::scattered_map(w, h, seed).unwrap();
+            let mut r = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+            let mut next = move || {
+                r ^= r << 13;
+                r ^= r >> 7;
+                r ^= r << 17;
+                r
+            };
+            for i in 0..cost.grid().len() {
+                let c = cost.grid().cell(i);
+                if cost.is_walkable(c) && next() % 4 == 0 {
+                    let t = if seed % 3 == 0 {
+                        1 + next() % 254
+                    } else {
+                        1 + next() % 6
+                    };
+                    cost.set(c, t as u8).unwrap();
+                }
+            }
+            let open: Vec<UVec2> = (0..cost.grid().len())
+                .map(|i| cost.grid().cell(i))
+                .filter(|&c| cost.is_walkable(c))
+                .collect();
+            if open.is_empty() {
+                continue;
+            }
+            let pick = |k: u64| open[(k % open.len() as u64) as usize];
+            let model = if seed % 2 == 0 {
+                CostModel::TenFourteen
+            } else {
+                CostModel::Octile
+            };
+            let mut b = IntegrationBuilder::new();
+            b.set_sweeps(seed % 4 != 1);
+            if seed % 5 == 2 {
+                let seeds: Vec<(UVec2, u32)> = (0..3)
+                    .map(|k| (pick(next() + k), (next() % 200) as u32))
+                    .collect();
+                b.build_seeded(&cost, &seeds, model).unwrap();
+            } else {
+                let goals: Vec<UVec2> = (0..1 + seed % 3).map(|_| pick(next())).collect();
+                b.build(&cost, &goals, model).unwrap();
+            }
+            let mut flow = FlowField::new(*cost.grid());
+            b.flow_into(&mut flow).unwrap();
+            let mut plain = vec![0u8; (w * h) as usize];
+            let none = b.no_value();
+            derive_rows(
+                &b.costs,
+                &b.dist,
+                b.padded_width,
+                model,
+                none,
+                &mut plain,
+                0,
+            );
+            assert_eq!(flow.bytes(), &plain[..], "seed {seed}");
+        }
+    }
+
+    #[test]
     fn vectorised_and_plain_kernels_agree() {
         // Random terrain, walls and values (including unreachable cells), padded as the builder
         // pads them; the dispatching kernel (AVX2 where the CPU has it, bands of rows on two
@@ -1107,10 +1194,16 @@ mod tests {
                 }
                 let mut fast = vec![0u8; w * h];
                 let mut plain = vec![0u8; w * h];
+                // Random values, not a built field's: the general kernels.
+                let kind = FieldKind {
+                    model,
+                    none,
+                    exact: false,
+                };
                 #[cfg(feature = "parallel")]
-                two_threads.install(|| derive(&costs, &dist, pw, model, none, &mut fast));
+                two_threads.install(|| derive(&costs, &dist, pw, kind, &mut fast));
                 #[cfg(not(feature = "parallel"))]
-                derive(&costs, &dist, pw, model, none, &mut fast);
+                derive(&costs, &dist, pw, kind, &mut fast);
                 derive_rows(&costs, &dist, pw, model, none, &mut plain, 0);
                 assert_eq!(fast, plain);
                 let rows = || (1..=h).map(|y| (y, 1, w));
@@ -1174,8 +1267,7 @@ mod tests {
                 &b.costs,
                 &b.dist,
                 pw,
-                model,
-                none,
+                b.field_kind(),
                 &mut dispatched,
                 0,
                 spans(),
