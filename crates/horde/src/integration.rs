@@ -275,7 +275,8 @@ pub struct IntegrationBuilder {
     no_sweep: bool,
     /// The wave's footprint: a bit per block of `TOUCHED_BLOCK` padded cells that holds a cell
     /// the wave gave a value. While `touched_valid`, `dist` is UNREACHABLE outside the marked
-    /// blocks, so the next wave resets, copies out and derives arrows only there: on a map
+    /// blocks (INF after sweeps, see `inf_outside`), so the next wave resets, copies out and
+    /// derives arrows only there: on a map
     /// mostly rock or out of reach (a dungeon, a walled city) those whole-map passes would
     /// cost more than the wave.
     touched: Vec<u64>,
