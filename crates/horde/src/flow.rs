@@ -469,8 +469,7 @@ pub(crate) struct FieldKind {
 
 /// The arrows of spans of rows (padded row, first and last padded column) into `out`, which
 /// holds the field's rows from row `first` (0-based) on: the one place that picks a kernel for
-/// this CPU (AVX-512, AVX2, or the plain one). Distances from `none` on are no value.
-#[allow(clippy::too_many_arguments)]
+/// this CPU (AVX-512, AVX2, or the plain one) and, with AVX-512, for the kind of field.
 fn derive_over(
     costs: &[u8],
     dist: &[u32],
@@ -480,22 +479,18 @@ fn derive_over(
     first: usize,
     spans: impl Iterator<Item = (usize, usize, usize)>,
 ) {
-    let FieldKind { model, none, exact } = kind;
     #[cfg(target_arch = "x86_64")]
     {
         let cpu = crate::simd::cpu();
         if let Some(avx512) = cpu.avx512 {
-            if exact {
-                return avx512.derive_exact_spans(costs, dist, pw, model, none, out, first, spans);
-            }
-            return avx512.derive_spans(costs, dist, pw, model, none, out, first, spans);
+            return avx512.derive_spans(costs, dist, pw, kind, out, first, spans);
         }
         if let Some(avx2) = cpu.avx2 {
-            return avx2.derive_spans(costs, dist, pw, model, none, out, first, spans);
+            return avx2.derive_spans(costs, dist, pw, kind, out, first, spans);
         }
     }
     // The plain kernel serves exact fields as well.
-    let _ = exact;
+    let FieldKind { model, none, .. } = kind;
     derive_spans_with(costs, dist, pw, model, none, out, first, spans, derive_row);
 }
 
@@ -742,6 +737,16 @@ mod tests {
     use super::*;
     use crate::integration::sweep::INF;
 
+    /// A xorshift generator from a seed (not 0): the tests' random maps and values.
+    fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
+        move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        }
+    }
+
     fn fields(cost: &CostField, goal: UVec2) -> (IntegrationField, FlowField) {
         let mut b = IntegrationBuilder::new();
         let i = b.build(cost, &[goal], CostModel::TenFourteen).unwrap();
@@ -939,13 +944,7 @@ mod tests {
         let Some(avx2) = crate::simd::under_test::avx2() else {
             return;
         };
-        let mut s = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         // Maps with walls, terrain, unreachable pockets and one or two goals, in unit cells
         // and in a world frame; the smallest has fewer than the 4 bytes a lane gathers.
         for (w, h, origin, cell) in [
@@ -1066,16 +1065,10 @@ mod tests {
         for seed in 0..40u64 {
             let (w, h) = (20 + seed as u32 * 7 % 70, 10 + seed as u32 * 11 % 50);
             let mut cost = crate::maps::scattered_map(w, h, seed).unwrap();
-            let mut r = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-            let mut next = move || {
-                r ^= r << 13;
-                r ^= r >> 7;
-                r ^= r << 17;
-                r
-            };
+            let mut next = xorshift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
             for i in 0..cost.grid().len() {
                 let c = cost.grid().cell(i);
-                if cost.is_walkable(c) && next() % 4 == 0 {
+                if cost.is_walkable(c) && next().is_multiple_of(4) {
                     let t = if seed % 3 == 0 {
                         1 + next() % 254
                     } else {
@@ -1154,13 +1147,7 @@ mod tests {
             // On the widest small map, bands of columns the wave never reached (whole blocks of
             // the vector kernels without a value).
             let reached = |x: usize| w != 90 || (x / 20) % 2 == 1;
-            let mut s = 0x9e37_79b9_7f4a_7c15u64;
-            let mut next = move || {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                s
-            };
+            let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
             // No value as UNREACHABLE (the wave's), or also as the sweeps' INF (beyond their
             // footprint, UNREACHABLE within it).
             for (model, none) in [
@@ -1173,20 +1160,20 @@ mod tests {
                 for y in 1..=h {
                     for x in 1..=w {
                         let r = next();
-                        if r % 3 == 0 {
+                        if r.is_multiple_of(3) {
                             dist[y * pw + x] = UNREACHABLE;
                         }
-                        if r % 6 != 0 {
-                            costs[y * pw + x] = if r % 5 == 0 {
+                        if !r.is_multiple_of(6) {
+                            costs[y * pw + x] = if r.is_multiple_of(5) {
                                 1 + (r >> 40) as u8 % 254
                             } else {
                                 1 + (r >> 8) as u8 % 9
                             };
-                            if r % 13 != 0 && reached(x) {
+                            if !r.is_multiple_of(13) && reached(x) {
                                 dist[y * pw + x] = (r >> 20) as u32 % 5000;
                             }
                             // Values next to the top of the range, where steps saturate.
-                            if r % 17 == 0 && reached(x) {
+                            if r.is_multiple_of(17) && reached(x) {
                                 dist[y * pw + x] = none - 1 - (r >> 30) as u32 % 3000;
                             }
                         }
@@ -1212,13 +1199,13 @@ mod tests {
                 {
                     if let Some(avx2) = crate::simd::under_test::avx2() {
                         let mut eight = vec![0u8; w * h];
-                        avx2.derive_spans(&costs, &dist, pw, model, none, &mut eight, 0, rows());
+                        avx2.derive_spans(&costs, &dist, pw, kind, &mut eight, 0, rows());
                         assert_eq!(eight, plain);
                     }
                     if let Some(avx512) = crate::simd::under_test::avx512() {
                         let mut sixteen = vec![0u8; w * h];
                         let out = &mut sixteen;
-                        avx512.derive_spans(&costs, &dist, pw, model, none, out, 0, rows());
+                        avx512.derive_spans(&costs, &dist, pw, kind, out, 0, rows());
                         assert_eq!(sixteen, plain);
                     }
                 }
@@ -1299,13 +1286,13 @@ mod tests {
                 if let Some(avx2) = crate::simd::under_test::avx2() {
                     let mut eight = scrambled();
                     let out = &mut eight;
-                    avx2.derive_spans(&b.costs, &b.dist, pw, model, none, out, 0, spans());
+                    avx2.derive_spans(&b.costs, &b.dist, pw, b.field_kind(), out, 0, spans());
                     assert_eq!(eight, plain);
                 }
                 if let Some(avx512) = crate::simd::under_test::avx512() {
                     let mut sixteen = scrambled();
                     let out = &mut sixteen;
-                    avx512.derive_spans(&b.costs, &b.dist, pw, model, none, out, 0, spans());
+                    avx512.derive_spans(&b.costs, &b.dist, pw, b.field_kind(), out, 0, spans());
                     assert_eq!(sixteen, plain);
                 }
             }

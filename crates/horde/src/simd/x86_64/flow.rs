@@ -7,7 +7,7 @@ use glam::Vec2;
 
 use crate::cost::{CostModel, WALL};
 use crate::flow::{
-    ARROW_OF_BYTE, FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FlowField, derive_row,
+    ARROW_OF_BYTE, FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FieldKind, FlowField, derive_row,
     derive_spans_with, padded_rows,
 };
 use crate::simd::{Avx2, Avx512};
@@ -22,12 +22,12 @@ impl Avx2 {
         costs: &[u8],
         dist: &[u32],
         pw: usize,
-        model: CostModel,
-        none: u32,
+        kind: FieldKind,
         out: &mut [u8],
         first: usize,
         spans: impl Iterator<Item = (usize, usize, usize)>,
     ) {
+        let FieldKind { model, none, .. } = kind;
         // SAFETY: an `Avx2` exists only where the CPU has AVX2, the kernel's only requirement.
         unsafe { derive_spans_avx2(costs, dist, pw, model, none, out, first, spans) }
     }
@@ -35,7 +35,8 @@ impl Avx2 {
 
 impl Avx512 {
     /// The arrows of spans of rows (into `out`, the field's rows from row `first` on), sixteen
-    /// cells at a time.
+    /// cells at a time; over an exact field (a builder's) with a quarter fewer vector operations
+    /// ([`derive_row_exact_avx512`]), the same bytes.
     #[inline]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn derive_spans(
@@ -43,34 +44,14 @@ impl Avx512 {
         costs: &[u8],
         dist: &[u32],
         pw: usize,
-        model: CostModel,
-        none: u32,
+        kind: FieldKind,
         out: &mut [u8],
         first: usize,
         spans: impl Iterator<Item = (usize, usize, usize)>,
     ) {
         // SAFETY: an `Avx512` exists only where the CPU has AVX-512 F, BW and VL, the kernel's
         // only requirement.
-        unsafe { derive_spans_avx512(costs, dist, pw, model, none, out, first, spans) }
-    }
-
-    /// [`derive_spans`](Self::derive_spans) over an exact field (a builder's): the same bytes,
-    /// with a quarter fewer vector operations ([`derive_row_exact_avx512`]).
-    #[inline]
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn derive_exact_spans(
-        self,
-        costs: &[u8],
-        dist: &[u32],
-        pw: usize,
-        model: CostModel,
-        none: u32,
-        out: &mut [u8],
-        first: usize,
-        spans: impl Iterator<Item = (usize, usize, usize)>,
-    ) {
-        // SAFETY: as above.
-        unsafe { derive_exact_spans_avx512(costs, dist, pw, model, none, out, first, spans) }
+        unsafe { derive_spans_avx512(costs, dist, pw, kind, out, first, spans) }
     }
 }
 
@@ -389,55 +370,130 @@ fn derive_row_avx2(
     );
 }
 
-/// [`derive_spans_with`] with the AVX-512 row kernel.
+/// [`derive_spans_with`] with the AVX-512 row kernel for the kind of field.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 #[allow(clippy::too_many_arguments)]
 fn derive_spans_avx512(
     costs: &[u8],
     dist: &[u32],
     pw: usize,
-    model: CostModel,
-    none: u32,
+    kind: FieldKind,
     out: &mut [u8],
     first: usize,
     spans: impl Iterator<Item = (usize, usize, usize)>,
 ) {
-    derive_spans_with(
-        costs,
-        dist,
-        pw,
-        model,
-        none,
-        out,
-        first,
-        spans,
-        |u, m, d, t, s, g, n, r| derive_row_avx512(u, m, d, t, s, g, n, r),
-    );
+    let FieldKind { model, none, exact } = kind;
+    if exact {
+        derive_spans_with(
+            costs,
+            dist,
+            pw,
+            model,
+            none,
+            out,
+            first,
+            spans,
+            |u, m, d, t, s, g, n, r| derive_row_exact_avx512(u, m, d, t, s, g, n, r),
+        );
+    } else {
+        derive_spans_with(
+            costs,
+            dist,
+            pw,
+            model,
+            none,
+            out,
+            first,
+            spans,
+            |u, m, d, t, s, g, n, r| derive_row_avx512(u, m, d, t, s, g, n, r),
+        );
+    }
 }
 
-/// [`derive_spans_with`] with the AVX-512 kernel for exact fields.
+/// The values of a block's eight neighbours, sixteen lanes each.
+struct Around {
+    n: __m512i,
+    ne: __m512i,
+    e: __m512i,
+    se: __m512i,
+    s: __m512i,
+    sw: __m512i,
+    w: __m512i,
+    nw: __m512i,
+}
+
+/// The rows of arrows of the AVX-512 kernels, sixteen cells at a time: `arrows` gives a block's
+/// bytes from its terrain, its values and its neighbours'; a block without a value takes its
+/// bytes from the terrain alone (the water of a lake map, rock between rooms), and the last cells
+/// go in one block ending at the row's end (an arrow depends only on the cells around it, so the
+/// cells done again come out the same). A row shorter than a block goes to the plain kernel.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+#[inline]
 #[allow(clippy::too_many_arguments)]
-fn derive_exact_spans_avx512(
-    costs: &[u8],
-    dist: &[u32],
-    pw: usize,
-    model: CostModel,
-    none: u32,
-    out: &mut [u8],
-    first: usize,
-    spans: impl Iterator<Item = (usize, usize, usize)>,
+fn arrows_avx512(
+    up: &[u32],
+    mid: &[u32],
+    down: &[u32],
+    terrain: &[u8],
+    (straight, diagonal, none): (u32, u32, u32),
+    row: &mut [u8],
+    arrows: impl Fn(__m128i, __m512i, &Around) -> __m128i,
 ) {
-    derive_spans_with(
-        costs,
-        dist,
-        pw,
-        model,
+    const WIDE: usize = 16;
+    let w = row.len();
+    let (up, mid, down, terrain) = padded_rows(up, mid, down, terrain, w);
+    let load = |values: &[u32], at: usize| {
+        let lanes: &[u32; WIDE] = values[at..at + WIDE].try_into().expect("16 values");
+        // SAFETY: reads 16 u32 from an array of 16.
+        unsafe { _mm512_loadu_si512(lanes.as_ptr().cast()) }
+    };
+    let none_v = _mm512_set1_epi32(none as i32);
+    let wall = _mm_set1_epi8(WALL as i8);
+    let mut x = 0;
+    loop {
+        if x + WIDE > w {
+            if x == w || w < WIDE {
+                break;
+            }
+            x = w - WIDE;
+        }
+        let bytes: &[u8; WIDE] = terrain[x + 1..x + 1 + WIDE].try_into().expect("16 cells");
+        // SAFETY: reads 16 bytes from an array of 16.
+        let tc = unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) };
+        let here = load(mid, x + 1);
+        let byte = if _mm512_cmpge_epu32_mask(here, none_v) == u16::MAX {
+            _mm_mask_blend_epi8(
+                _mm_cmpeq_epi8_mask(tc, wall),
+                _mm_set1_epi8(FLOW_UNREACHABLE as i8),
+                _mm_set1_epi8(FLOW_WALL as i8),
+            )
+        } else {
+            let around = Around {
+                n: load(up, x + 1),
+                ne: load(up, x + 2),
+                e: load(mid, x + 2),
+                se: load(down, x + 2),
+                s: load(down, x + 1),
+                sw: load(down, x),
+                w: load(mid, x),
+                nw: load(up, x),
+            };
+            arrows(tc, here, &around)
+        };
+        let out: &mut [u8; WIDE] = (&mut row[x..x + WIDE]).try_into().expect("16 cells");
+        // SAFETY: writes 16 bytes into an array of 16.
+        unsafe { _mm_storeu_si128(out.as_mut_ptr().cast(), byte) };
+        x += WIDE;
+    }
+    derive_row(
+        &up[x..],
+        &mid[x..],
+        &down[x..],
+        &terrain[x..],
+        straight,
+        diagonal,
         none,
-        out,
-        first,
-        spans,
-        |u, m, d, t, s, g, n, r| derive_row_exact_avx512(u, m, d, t, s, g, n, r),
+        &mut row[x..],
     );
 }
 
@@ -459,99 +515,49 @@ fn derive_row_exact_avx512(
     none: u32,
     row: &mut [u8],
 ) {
-    const WIDE: usize = 16;
-    let w = row.len();
-    let (up, mid, down, terrain) = padded_rows(up, mid, down, terrain, w);
-    let load = |values: &[u32], at: usize| {
-        let lanes: &[u32; WIDE] = values[at..at + WIDE].try_into().expect("16 values");
-        // SAFETY: reads 16 u32 from an array of 16.
-        unsafe { _mm512_loadu_si512(lanes.as_ptr().cast()) }
-    };
     let splat = |v: u32| _mm512_set1_epi32(v as i32);
-    let (straight_v, diagonal_v) = (splat(straight), splat(diagonal));
-    let none_v = splat(none);
+    let (straight_v, diagonal_v, none_v) = (splat(straight), splat(diagonal), splat(none));
     let wall = _mm_set1_epi8(WALL as i8);
-    let mut x = 0;
-    loop {
-        if x + WIDE > w {
-            // As the general kernel: the last cells in one block ending at the row's end.
-            if x == w || w < WIDE {
-                break;
-            }
-            x = w - WIDE;
-        }
-        let bytes: &[u8; WIDE] = terrain[x + 1..x + 1 + WIDE].try_into().expect("16 cells");
-        // SAFETY: reads 16 bytes from an array of 16.
-        let tc = unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) };
-        let is_wall = _mm_cmpeq_epi8_mask(tc, wall);
-        let here = load(mid, x + 1);
+    let prices = (straight, diagonal, none);
+    arrows_avx512(up, mid, down, terrain, prices, row, |tc, here, a| {
+        let t = _mm512_cvtepu8_epi32(tc);
+        let (s, g) = (
+            _mm512_madd_epi16(t, straight_v),
+            _mm512_madd_epi16(t, diagonal_v),
+        );
         let reached = _mm512_cmplt_epu32_mask(here, none_v);
-        let byte = if reached == 0 {
-            // No cell of the block has a value: walls and unreachable cells.
-            _mm_mask_blend_epi8(
-                is_wall,
-                _mm_set1_epi8(FLOW_UNREACHABLE as i8),
-                _mm_set1_epi8(FLOW_WALL as i8),
-            )
-        } else {
-            let t = _mm512_cvtepu8_epi32(tc);
-            let (s, g) = (
-                _mm512_madd_epi16(t, straight_v),
-                _mm512_madd_epi16(t, diagonal_v),
-            );
-            // The values a neighbour holds if the step to it is the cheapest; none where this
-            // cell's value is below the step (no neighbour's can be).
-            let (here_s, here_g) = (_mm512_sub_epi32(here, s), _mm512_sub_epi32(here, g));
-            let (fits_s, fits_g) = (
-                reached & _mm512_cmpge_epu32_mask(here, s),
-                reached & _mm512_cmpge_epu32_mask(here, g),
-            );
-            let straight_to = |v| _mm512_mask_cmpeq_epu32_mask(fits_s, v, here_s);
-            // A diagonal past a side without a value (a wall) is no way.
-            let diagonal_to = |v, a, b| {
-                let open = !_mm512_cmpge_epu32_mask(_mm512_max_epu32(a, b), none_v);
-                _mm512_mask_cmpeq_epu32_mask(fits_g & open, v, here_g)
-            };
-            let (dn, de, ds, dw) = (
-                load(up, x + 1),
-                load(mid, x + 2),
-                load(down, x + 1),
-                load(mid, x),
-            );
-            let to = [
-                straight_to(dn),
-                diagonal_to(load(up, x + 2), dn, de),
-                straight_to(de),
-                diagonal_to(load(down, x + 2), ds, de),
-                straight_to(ds),
-                diagonal_to(load(down, x), ds, dw),
-                straight_to(dw),
-                diagonal_to(load(up, x), dn, dw),
-            ];
-            // The lowest direction wins; a reached cell with none is a sink.
-            let mut byte = splat(FLOW_GOAL as u32);
-            for d in (0..8).rev() {
-                byte = _mm512_mask_mov_epi32(byte, to[d], splat(d as u32));
-            }
-            byte = _mm512_mask_mov_epi32(splat(FLOW_UNREACHABLE as u32), reached, byte);
-            byte = _mm512_mask_mov_epi32(byte, is_wall, splat(FLOW_WALL as u32));
-            _mm512_cvtepi32_epi8(byte)
+        // The values a neighbour holds if the step to it is the cheapest; none where this
+        // cell's value is below the step (no neighbour's can be).
+        let (here_s, here_g) = (_mm512_sub_epi32(here, s), _mm512_sub_epi32(here, g));
+        let (fits_s, fits_g) = (
+            reached & _mm512_cmpge_epu32_mask(here, s),
+            reached & _mm512_cmpge_epu32_mask(here, g),
+        );
+        let straight_to = |v| _mm512_mask_cmpeq_epu32_mask(fits_s, v, here_s);
+        // A diagonal past a side without a value (a wall) is no way.
+        let diagonal_to = |v, a, b| {
+            let open = !_mm512_cmpge_epu32_mask(_mm512_max_epu32(a, b), none_v);
+            _mm512_mask_cmpeq_epu32_mask(fits_g & open, v, here_g)
         };
-        let out: &mut [u8; WIDE] = (&mut row[x..x + WIDE]).try_into().expect("16 cells");
-        // SAFETY: writes 16 bytes into an array of 16.
-        unsafe { _mm_storeu_si128(out.as_mut_ptr().cast(), byte) };
-        x += WIDE;
-    }
-    derive_row(
-        &up[x..],
-        &mid[x..],
-        &down[x..],
-        &terrain[x..],
-        straight,
-        diagonal,
-        none,
-        &mut row[x..],
-    );
+        let to = [
+            straight_to(a.n),
+            diagonal_to(a.ne, a.n, a.e),
+            straight_to(a.e),
+            diagonal_to(a.se, a.s, a.e),
+            straight_to(a.s),
+            diagonal_to(a.sw, a.s, a.w),
+            straight_to(a.w),
+            diagonal_to(a.nw, a.n, a.w),
+        ];
+        // The lowest direction wins; a reached cell with none is a sink.
+        let mut byte = splat(FLOW_GOAL as u32);
+        for d in (0..8).rev() {
+            byte = _mm512_mask_mov_epi32(byte, to[d], splat(d as u32));
+        }
+        byte = _mm512_mask_mov_epi32(splat(FLOW_UNREACHABLE as u32), reached, byte);
+        byte = _mm512_mask_mov_epi32(byte, _mm_cmpeq_epi8_mask(tc, wall), splat(FLOW_WALL as u32));
+        _mm512_cvtepi32_epi8(byte)
+    });
 }
 
 /// [`derive_row_avx2`] sixteen cells at a time, with mask registers for the tests: the same
@@ -568,47 +574,12 @@ fn derive_row_avx512(
     none: u32,
     row: &mut [u8],
 ) {
-    const WIDE: usize = 16;
-    let w = row.len();
-    let (up, mid, down, terrain) = padded_rows(up, mid, down, terrain, w);
-    let load = |values: &[u32], at: usize| {
-        let lanes: &[u32; WIDE] = values[at..at + WIDE].try_into().expect("16 values");
-        // SAFETY: reads 16 u32 from an array of 16.
-        unsafe { _mm512_loadu_si512(lanes.as_ptr().cast()) }
-    };
     let all = _mm512_set1_epi32(-1); // UNREACHABLE in every lane
     let splat = |v: u32| _mm512_set1_epi32(v as i32);
-    let (straight_v, diagonal_v) = (splat(straight), splat(diagonal));
-    let none_v = splat(none);
+    let (straight_v, diagonal_v, none_v) = (splat(straight), splat(diagonal), splat(none));
     let wall = _mm_set1_epi8(WALL as i8);
-    let mut x = 0;
-    loop {
-        if x + WIDE > w {
-            // Fewer cells left than a block: one block ending at the row's end. An arrow depends
-            // only on the cells around it, so the cells done again come out the same.
-            if x == w || w < WIDE {
-                break;
-            }
-            x = w - WIDE;
-        }
-        let bytes: &[u8; WIDE] = terrain[x + 1..x + 1 + WIDE].try_into().expect("16 cells");
-        // SAFETY: reads 16 bytes from an array of 16.
-        let tc = unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) };
-        let here = load(mid, x + 1);
-        if _mm512_cmpge_epu32_mask(here, none_v) == u16::MAX {
-            // No cell of the block has a value (the water of a lake map, rock between rooms):
-            // walls and unreachable cells, without the offers.
-            let byte = _mm_mask_blend_epi8(
-                _mm_cmpeq_epi8_mask(tc, wall),
-                _mm_set1_epi8(FLOW_UNREACHABLE as i8),
-                _mm_set1_epi8(FLOW_WALL as i8),
-            );
-            let out: &mut [u8; WIDE] = (&mut row[x..x + WIDE]).try_into().expect("16 cells");
-            // SAFETY: writes 16 bytes into an array of 16.
-            unsafe { _mm_storeu_si128(out.as_mut_ptr().cast(), byte) };
-            x += WIDE;
-            continue;
-        }
+    let prices = (straight, diagonal, none);
+    arrows_avx512(up, mid, down, terrain, prices, row, |tc, here, a| {
         let t = _mm512_cvtepu8_epi32(tc);
         let (s, g) = (
             _mm512_madd_epi16(t, straight_v),
@@ -625,21 +596,15 @@ fn derive_row_avx512(
                 all,
             )
         };
-        let (dn, de, ds, dw) = (
-            load(up, x + 1),
-            load(mid, x + 2),
-            load(down, x + 1),
-            load(mid, x),
-        );
         let offers = [
-            plus_s(dn),
-            diag(load(up, x + 2), dn, de),
-            plus_s(de),
-            diag(load(down, x + 2), ds, de),
-            plus_s(ds),
-            diag(load(down, x), ds, dw),
-            plus_s(dw),
-            diag(load(up, x), dn, dw),
+            plus_s(a.n),
+            diag(a.ne, a.n, a.e),
+            plus_s(a.e),
+            diag(a.se, a.s, a.e),
+            plus_s(a.s),
+            diag(a.sw, a.s, a.w),
+            plus_s(a.w),
+            diag(a.nw, a.n, a.w),
         ];
         let best = offers[1..]
             .iter()
@@ -660,19 +625,6 @@ fn derive_row_avx512(
             splat(FLOW_UNREACHABLE as u32),
         );
         byte = _mm512_mask_mov_epi32(byte, _mm_cmpeq_epi8_mask(tc, wall), splat(FLOW_WALL as u32));
-        let out: &mut [u8; WIDE] = (&mut row[x..x + WIDE]).try_into().expect("16 cells");
-        // SAFETY: writes 16 bytes (one per lane, each below 256) into an array of 16.
-        unsafe { _mm_storeu_si128(out.as_mut_ptr().cast(), _mm512_cvtepi32_epi8(byte)) };
-        x += WIDE;
-    }
-    derive_row(
-        &up[x..],
-        &mid[x..],
-        &down[x..],
-        &terrain[x..],
-        straight,
-        diagonal,
-        none,
-        &mut row[x..],
-    );
+        _mm512_cvtepi32_epi8(byte)
+    });
 }

@@ -122,35 +122,66 @@ impl Avx512 {
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 fn finish_blocks_avx512(dist: &mut [u32], blocks: &[u64], model: CostModel) -> SweepOutcome {
     const WIDE: usize = TOUCHED_BLOCK;
-    let inf = _mm512_set1_epi32(INF as i32);
-    let none = _mm512_set1_epi32(UNREACHABLE as i32);
-    let (mut counts, mut tops) = (_mm512_setzero_si512(), _mm512_setzero_si512());
-    let one = _mm512_set1_epi32(1);
+    let mut tally = Tally::new();
     let (whole, n) = (dist.len() / WIDE, dist.len());
     for_marked(blocks, |b| {
         if b < whole {
-            let block: &mut [u32; WIDE] = (&mut dist[b * WIDE..(b + 1) * WIDE])
-                .try_into()
-                .expect("16 cells");
-            // SAFETY: the load and the store each cover the 16 u32 of `block`.
-            unsafe {
-                let v = _mm512_loadu_si512(block.as_ptr().cast());
-                let finite = _mm512_cmplt_epu32_mask(v, inf);
-                counts = _mm512_mask_add_epi32(counts, finite, counts, one);
-                tops = _mm512_mask_max_epu32(tops, finite, tops, v);
-                let out = _mm512_mask_mov_epi32(none, finite, v);
-                _mm512_storeu_si512(block.as_mut_ptr().cast(), out);
-            }
+            let block = (&mut dist[b * WIDE..(b + 1) * WIDE]).try_into();
+            tally.finish(block.expect("16 cells"));
         }
     });
-    let (mut lane_counts, mut lane_tops) = ([0u32; 16], [0u32; 16]);
-    // SAFETY: each store writes 16 u32 into an array of 16.
-    unsafe {
-        _mm512_storeu_si512(lane_counts.as_mut_ptr().cast(), counts);
-        _mm512_storeu_si512(lane_tops.as_mut_ptr().cast(), tops);
+    tally.end(last_block(dist, blocks, whole, n), model)
+}
+
+/// The end pass's lane-wise counts of reached cells and their largest values, sixteen cells at
+/// a time.
+struct Tally {
+    counts: __m512i,
+    tops: __m512i,
+}
+
+impl Tally {
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    #[inline]
+    fn new() -> Tally {
+        Tally {
+            counts: _mm512_setzero_si512(),
+            tops: _mm512_setzero_si512(),
+        }
     }
-    let rest = last_block(dist, blocks, whole, n);
-    finish_lanes(&lane_counts, &lane_tops, rest, model)
+
+    /// Sixteen cells finished (INF to UNREACHABLE), counted and their largest value kept. Every
+    /// cell is stored back: a store under a mask of the unreached cells only was slower on AMD's
+    /// cores.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    #[inline]
+    fn finish(&mut self, block: &mut [u32; 16]) {
+        let inf = _mm512_set1_epi32(INF as i32);
+        let none = _mm512_set1_epi32(UNREACHABLE as i32);
+        let one = _mm512_set1_epi32(1);
+        // SAFETY: the load and the store each cover the 16 u32 of `block`.
+        unsafe {
+            let v = _mm512_loadu_si512(block.as_ptr().cast());
+            let finite = _mm512_cmplt_epu32_mask(v, inf);
+            self.counts = _mm512_mask_add_epi32(self.counts, finite, self.counts, one);
+            self.tops = _mm512_mask_max_epu32(self.tops, finite, self.tops, v);
+            let out = _mm512_mask_mov_epi32(none, finite, v);
+            _mm512_storeu_si512(block.as_mut_ptr().cast(), out);
+        }
+    }
+
+    /// The lanes' totals, then the cells `rest` one at a time ([`finish_lanes`]).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    #[inline]
+    fn end(self, rest: &mut [u32], model: CostModel) -> SweepOutcome {
+        let (mut lane_counts, mut lane_tops) = ([0u32; 16], [0u32; 16]);
+        // SAFETY: each store writes 16 u32 into an array of 16.
+        unsafe {
+            _mm512_storeu_si512(lane_counts.as_mut_ptr().cast(), self.counts);
+            _mm512_storeu_si512(lane_tops.as_mut_ptr().cast(), self.tops);
+        }
+        finish_lanes(&lane_counts, &lane_tops, rest, model)
+    }
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
@@ -182,33 +213,15 @@ fn fill_avx512(cells: &mut [u32], v: u32) {
     chunks.into_remainder().fill(v);
 }
 
-/// [`finish_avx2`] sixteen cells at a time. Every cell is stored back: a store under a mask of
-/// the unreached cells only was slower on AMD's cores.
+/// [`finish_avx2`] sixteen cells at a time.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 fn finish_avx512(dist: &mut [u32], model: CostModel) -> SweepOutcome {
-    let inf = _mm512_set1_epi32(INF as i32);
-    let none = _mm512_set1_epi32(UNREACHABLE as i32);
-    let (mut counts, mut tops) = (_mm512_setzero_si512(), _mm512_setzero_si512());
-    let one = _mm512_set1_epi32(1);
-    let mut chunks = dist.chunks_exact_mut(16);
-    for chunk in &mut chunks {
-        // SAFETY: the load and the masked store each cover the 16 u32 of `chunk`.
-        unsafe {
-            let v = _mm512_loadu_si512(chunk.as_ptr().cast());
-            let finite = _mm512_cmplt_epu32_mask(v, inf);
-            counts = _mm512_mask_add_epi32(counts, finite, counts, one);
-            tops = _mm512_mask_max_epu32(tops, finite, tops, v);
-            let out = _mm512_mask_mov_epi32(none, finite, v);
-            _mm512_storeu_si512(chunk.as_mut_ptr().cast(), out);
-        }
+    let mut tally = Tally::new();
+    let (blocks, rest) = dist.as_chunks_mut::<16>();
+    for block in blocks {
+        tally.finish(block);
     }
-    let (mut lane_counts, mut lane_tops) = ([0u32; 16], [0u32; 16]);
-    // SAFETY: each store writes 16 u32 into an array of 16.
-    unsafe {
-        _mm512_storeu_si512(lane_counts.as_mut_ptr().cast(), counts);
-        _mm512_storeu_si512(lane_tops.as_mut_ptr().cast(), tops);
-    }
-    finish_lanes(&lane_counts, &lane_tops, chunks.into_remainder(), model)
+    tally.end(rest, model)
 }
 
 #[target_feature(enable = "avx2")]
