@@ -737,6 +737,14 @@ mod tests {
     use super::*;
     use crate::integration::sweep::INF;
 
+    /// The arrows of the builder's last field by the general plain kernel, the reference.
+    fn plain_arrows(b: &IntegrationBuilder) -> Vec<u8> {
+        let mut plain = vec![0u8; b.width * b.height];
+        let (pw, none) = (b.padded_width, b.no_value());
+        derive_rows(&b.costs, &b.dist, pw, b.model, none, &mut plain, 0);
+        plain
+    }
+
     /// A xorshift generator from a seed (not 0): the tests' random maps and values.
     fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
         move || {
@@ -1039,17 +1047,7 @@ mod tests {
             b.build(&cost, &[goal], model).unwrap();
             let mut flow = FlowField::new(*cost.grid());
             b.flow_into(&mut flow).unwrap();
-            let mut plain = vec![0u8; 45 * 33];
-            let none = b.no_value();
-            derive_rows(
-                &b.costs,
-                &b.dist,
-                b.padded_width,
-                model,
-                none,
-                &mut plain,
-                0,
-            );
+            let plain = plain_arrows(&b);
             assert_eq!(flow.bytes(), &plain[..], "{model:?}");
             let goals = plain.iter().filter(|&&d| d == FLOW_GOAL).count();
             assert_eq!(goals, 1, "{model:?}");
@@ -1103,17 +1101,7 @@ mod tests {
             }
             let mut flow = FlowField::new(*cost.grid());
             b.flow_into(&mut flow).unwrap();
-            let mut plain = vec![0u8; (w * h) as usize];
-            let none = b.no_value();
-            derive_rows(
-                &b.costs,
-                &b.dist,
-                b.padded_width,
-                model,
-                none,
-                &mut plain,
-                0,
-            );
+            let plain = plain_arrows(&b);
             assert_eq!(flow.bytes(), &plain[..], "seed {seed}");
         }
     }
