@@ -282,15 +282,7 @@ fn derive_row_avx2(
     let splat = |v: u32| _mm256_set1_epi32(v as i32);
     let (straight_v, diagonal_v) = (splat(straight), splat(diagonal));
     let none_v = splat(none);
-    let mut x = 0;
-    loop {
-        if x + 8 > w {
-            // As in `derive_row_avx512`: the last cells in one block ending at the row's end.
-            if x == w || w < 8 {
-                break;
-            }
-            x = w - 8;
-        }
+    for x in arrow_blocks(w, 8) {
         let bytes: &[u8; 8] = terrain[x + 1..x + 9].try_into().expect("8 cells");
         // SAFETY: reads 8 bytes from an array of 8.
         let t = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(bytes.as_ptr().cast()) });
@@ -356,18 +348,8 @@ fn derive_row_avx2(
         let out: &mut [u8; 8] = (&mut row[x..x + 8]).try_into().expect("8 cells");
         // SAFETY: writes 8 bytes into an array of 8.
         unsafe { _mm_storel_epi64(out.as_mut_ptr().cast(), eight) };
-        x += 8;
     }
-    derive_row(
-        &up[x..],
-        &mid[x..],
-        &down[x..],
-        &terrain[x..],
-        straight,
-        diagonal,
-        none,
-        &mut row[x..],
-    );
+    short_row(8, (up, mid, down, terrain), (straight, diagonal, none), row);
 }
 
 /// [`derive_spans_with`] with the AVX-512 row kernel for the kind of field.
@@ -410,6 +392,28 @@ fn derive_spans_avx512(
     }
 }
 
+/// Where the vector arrow kernels' blocks of `wide` cells start in a row of `w`: every `wide`
+/// cells, the last block ending at the row's end, over cells done already (an arrow depends only
+/// on the cells around it, so they come out the same); none in a row shorter than a block
+/// (see [`short_row`]).
+fn arrow_blocks(w: usize, wide: usize) -> impl Iterator<Item = usize> {
+    let blocks = if w < wide { 0 } else { w.div_ceil(wide) };
+    (0..blocks).map(move |k| (k * wide).min(w - wide))
+}
+
+/// A row shorter than the vector kernels' blocks (`wide` cells), by the plain kernel.
+#[inline(always)]
+fn short_row(
+    wide: usize,
+    (up, mid, down, terrain): (&[u32], &[u32], &[u32], &[u8]),
+    (straight, diagonal, none): (u32, u32, u32),
+    row: &mut [u8],
+) {
+    if row.len() < wide {
+        derive_row(up, mid, down, terrain, straight, diagonal, none, row);
+    }
+}
+
 /// The values of a block's eight neighbours, sixteen lanes each.
 struct Around {
     n: __m512i,
@@ -422,11 +426,10 @@ struct Around {
     nw: __m512i,
 }
 
-/// The rows of arrows of the AVX-512 kernels, sixteen cells at a time: `arrows` gives a block's
-/// bytes from its terrain, its values and its neighbours'; a block without a value takes its
-/// bytes from the terrain alone (the water of a lake map, rock between rooms), and the last cells
-/// go in one block ending at the row's end (an arrow depends only on the cells around it, so the
-/// cells done again come out the same). A row shorter than a block goes to the plain kernel.
+/// The rows of arrows of the AVX-512 kernels, sixteen cells at a time ([`arrow_blocks`]):
+/// `arrows` gives a block's bytes from its terrain, its values and its neighbours'; a block
+/// without a value takes its bytes from the terrain alone (the water of a lake map, rock between
+/// rooms).
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 #[inline]
 #[allow(clippy::too_many_arguments)]
@@ -449,14 +452,7 @@ fn arrows_avx512(
     };
     let none_v = _mm512_set1_epi32(none as i32);
     let wall = _mm_set1_epi8(WALL as i8);
-    let mut x = 0;
-    loop {
-        if x + WIDE > w {
-            if x == w || w < WIDE {
-                break;
-            }
-            x = w - WIDE;
-        }
+    for x in arrow_blocks(w, WIDE) {
         let bytes: &[u8; WIDE] = terrain[x + 1..x + 1 + WIDE].try_into().expect("16 cells");
         // SAFETY: reads 16 bytes from an array of 16.
         let tc = unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) };
@@ -483,17 +479,12 @@ fn arrows_avx512(
         let out: &mut [u8; WIDE] = (&mut row[x..x + WIDE]).try_into().expect("16 cells");
         // SAFETY: writes 16 bytes into an array of 16.
         unsafe { _mm_storeu_si128(out.as_mut_ptr().cast(), byte) };
-        x += WIDE;
     }
-    derive_row(
-        &up[x..],
-        &mid[x..],
-        &down[x..],
-        &terrain[x..],
-        straight,
-        diagonal,
-        none,
-        &mut row[x..],
+    short_row(
+        WIDE,
+        (up, mid, down, terrain),
+        (straight, diagonal, none),
+        row,
     );
 }
 
