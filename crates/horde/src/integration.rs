@@ -1008,26 +1008,8 @@ impl IntegrationBuilder {
             && self.touched.len() == words
             && !std::mem::take(&mut self.inf_outside)
         {
-            let dist = &mut self.dist;
-            let n = dist.len();
-            for (k, bits) in self.touched.iter_mut().enumerate() {
-                let mut b = *bits;
-                while b != 0 {
-                    let lo = (k * 64 + b.trailing_zeros() as usize) * TOUCHED_BLOCK;
-                    // A whole block is a fixed-size store, inline (a call to `memset` per block
-                    // was a visible part of a dungeon's build).
-                    match dist.get_mut(lo..lo + TOUCHED_BLOCK) {
-                        Some(block) => {
-                            let block: &mut [u32; TOUCHED_BLOCK] =
-                                block.try_into().expect("a block");
-                            *block = [UNREACHABLE; TOUCHED_BLOCK];
-                        }
-                        None => dist[lo..n].fill(UNREACHABLE),
-                    }
-                    b &= b - 1;
-                }
-                *bits = 0;
-            }
+            sweep::fill_blocks(&mut self.dist, &self.touched, UNREACHABLE);
+            self.touched.fill(0);
         } else {
             self.dist.fill(UNREACHABLE);
             self.touched.clear();

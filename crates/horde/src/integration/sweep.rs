@@ -458,17 +458,30 @@ pub(crate) fn last_block<'a>(
     }
 }
 
-/// Every cell of the blocks marked in `blocks` (a bit per `TOUCHED_BLOCK` cells) to `v`.
+/// Every cell of the blocks marked in `blocks` (a bit per `TOUCHED_BLOCK` cells) to `v`: the
+/// sweeps' refill of their last footprint, and the wave's reset of its own.
 pub(crate) fn fill_blocks(dist: &mut [u32], blocks: &[u64], v: u32) {
     #[cfg(target_arch = "x86_64")]
     if let Some(avx512) = crate::simd::cpu().avx512 {
         return avx512.fill_blocks(dist, blocks, v);
     }
+    fill_blocks_plain(dist, blocks, v);
+}
+
+/// [`fill_blocks`] without vector stores.
+pub(crate) fn fill_blocks_plain(dist: &mut [u32], blocks: &[u64], v: u32) {
     let n = dist.len();
     for_marked(blocks, |b| {
         let at = (b * TOUCHED_BLOCK).min(n);
-        let end = (at + TOUCHED_BLOCK).min(n);
-        dist[at..end].fill(v);
+        // A whole block is a fixed-size store, inline (a call to `memset` per block was a
+        // visible part of a dungeon's build).
+        match dist.get_mut(at..at + TOUCHED_BLOCK) {
+            Some(block) => {
+                let block: &mut [u32; TOUCHED_BLOCK] = block.try_into().expect("a block");
+                *block = [v; TOUCHED_BLOCK];
+            }
+            None => dist[at..].fill(v),
+        }
     });
 }
 
@@ -1508,10 +1521,7 @@ mod tests {
             );
             assert_eq!(plain, by_hand, "seed {seed}");
             let mut filled = dist.clone();
-            for_marked(&blocks, |b| {
-                let at = (b * TOUCHED_BLOCK).min(n);
-                filled[at..(at + TOUCHED_BLOCK).min(n)].fill(7);
-            });
+            fill_blocks_plain(&mut filled, &blocks, 7);
             let want_filled: Vec<u32> = (0..n)
                 .map(|i| if marked(i) { 7 } else { dist[i] })
                 .collect();
