@@ -469,7 +469,7 @@ pub(crate) struct FieldKind {
 
 /// The arrows of spans of rows (padded row, first and last padded column) into `out`, which
 /// holds the field's rows from row `first` (0-based) on: the one place that picks a kernel for
-/// this CPU (AVX-512, AVX2, or the plain one) and, with AVX-512, for the kind of field.
+/// this CPU (AVX-512, AVX2, or the plain one) and, with either vector set, for the kind of field.
 fn derive_over(
     costs: &[u8],
     dist: &[u32],
@@ -1103,6 +1103,22 @@ mod tests {
             b.flow_into(&mut flow).unwrap();
             let plain = plain_arrows(&b);
             assert_eq!(flow.bytes(), &plain[..], "seed {seed}");
+            // Each vector kernel for exact fields the CPU has, whichever the dispatch picks.
+            #[cfg(target_arch = "x86_64")]
+            {
+                let (pw, kind) = (b.padded_width, b.field_kind());
+                let rows = || (1..=b.height).map(|y| (y, 1, b.width));
+                if let Some(avx2) = crate::simd::under_test::avx2() {
+                    let mut eight = vec![0u8; plain.len()];
+                    avx2.derive_spans(&b.costs, &b.dist, pw, kind, &mut eight, 0, rows());
+                    assert_eq!(eight, plain, "AVX2, seed {seed}");
+                }
+                if let Some(avx512) = crate::simd::under_test::avx512() {
+                    let mut sixteen = vec![0u8; plain.len()];
+                    avx512.derive_spans(&b.costs, &b.dist, pw, kind, &mut sixteen, 0, rows());
+                    assert_eq!(sixteen, plain, "AVX-512, seed {seed}");
+                }
+            }
         }
     }
 

@@ -5,7 +5,7 @@ use std::arch::x86_64::*;
 
 use glam::Vec2;
 
-use crate::cost::{CostModel, WALL};
+use crate::cost::WALL;
 use crate::flow::{
     ARROW_OF_BYTE, FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FieldKind, FlowField, derive_row,
     derive_spans_with, padded_rows,
@@ -14,7 +14,8 @@ use crate::simd::{Avx2, Avx512};
 
 impl Avx2 {
     /// The arrows of spans of rows (into `out`, the field's rows from row `first` on), eight
-    /// cells at a time.
+    /// cells at a time; over an exact field (a builder's) by [`derive_row_exact_avx2`], the
+    /// same bytes.
     #[inline]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn derive_spans(
@@ -27,9 +28,8 @@ impl Avx2 {
         first: usize,
         spans: impl Iterator<Item = (usize, usize, usize)>,
     ) {
-        let FieldKind { model, none, .. } = kind;
         // SAFETY: an `Avx2` exists only where the CPU has AVX2, the kernel's only requirement.
-        unsafe { derive_spans_avx2(costs, dist, pw, model, none, out, first, spans) }
+        unsafe { derive_spans_avx2(costs, dist, pw, kind, out, first, spans) }
     }
 }
 
@@ -230,30 +230,142 @@ impl FlowField {
     }
 }
 
-/// [`derive_spans_with`] with the AVX2 row kernel.
+/// [`derive_spans_with`] with the AVX2 row kernel for the kind of field.
 #[target_feature(enable = "avx2")]
 #[allow(clippy::too_many_arguments)]
 fn derive_spans_avx2(
     costs: &[u8],
     dist: &[u32],
     pw: usize,
-    model: CostModel,
-    none: u32,
+    kind: FieldKind,
     out: &mut [u8],
     first: usize,
     spans: impl Iterator<Item = (usize, usize, usize)>,
 ) {
-    derive_spans_with(
-        costs,
-        dist,
-        pw,
-        model,
-        none,
-        out,
-        first,
-        spans,
-        |u, m, d, t, s, g, n, r| derive_row_avx2(u, m, d, t, s, g, n, r),
-    );
+    let FieldKind { model, none, exact } = kind;
+    if exact {
+        derive_spans_with(
+            costs,
+            dist,
+            pw,
+            model,
+            none,
+            out,
+            first,
+            spans,
+            |u, m, d, t, s, g, n, r| derive_row_exact_avx2(u, m, d, t, s, g, n, r),
+        );
+    } else {
+        derive_spans_with(
+            costs,
+            dist,
+            pw,
+            model,
+            none,
+            out,
+            first,
+            spans,
+            |u, m, d, t, s, g, n, r| derive_row_avx2(u, m, d, t, s, g, n, r),
+        );
+    }
+}
+
+/// [`derive_row_exact_avx512`] eight cells at a time in AVX2, for CPUs without AVX-512: over an
+/// exact field the arrow is the lowest direction whose neighbour holds this cell's value less
+/// the step, and a cell with none is a sink, so no offer is summed and no minimum taken; a block
+/// of eight cells without a value takes its bytes from the terrain alone. The same bytes as
+/// [`derive_row_avx2`] on such a field (the tests compare them).
+#[target_feature(enable = "avx2")]
+#[allow(clippy::too_many_arguments)]
+fn derive_row_exact_avx2(
+    up: &[u32],
+    mid: &[u32],
+    down: &[u32],
+    terrain: &[u8],
+    straight: u32,
+    diagonal: u32,
+    none: u32,
+    row: &mut [u8],
+) {
+    let w = row.len();
+    let (up, mid, down, terrain) = padded_rows(up, mid, down, terrain, w);
+    let load = |values: &[u32], at: usize| {
+        let lanes: &[u32; 8] = values[at..at + 8].try_into().expect("8 values");
+        // SAFETY: reads 8 u32 from an array of 8.
+        unsafe { _mm256_loadu_si256(lanes.as_ptr().cast()) }
+    };
+    let splat = |v: u32| _mm256_set1_epi32(v as i32);
+    let (straight_v, diagonal_v, none_v) = (splat(straight), splat(diagonal), splat(none));
+    // Unsigned `a >= b`, all ones or zero in each lane.
+    let at_least = |a, b| _mm256_cmpeq_epi32(_mm256_max_epu32(a, b), a);
+    for x in arrow_blocks(w, 8) {
+        let bytes: &[u8; 8] = terrain[x + 1..x + 9].try_into().expect("8 cells");
+        // SAFETY: reads 8 bytes from an array of 8.
+        let t = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(bytes.as_ptr().cast()) });
+        let is_wall = _mm256_cmpeq_epi32(t, splat(WALL as u32));
+        let here = load(mid, x + 1);
+        let unreached = at_least(here, none_v);
+        let byte = if _mm256_movemask_ps(_mm256_castsi256_ps(unreached)) == 0xFF {
+            _mm256_blendv_epi8(
+                splat(FLOW_UNREACHABLE as u32),
+                splat(FLOW_WALL as u32),
+                is_wall,
+            )
+        } else {
+            // Bases below 2^15 (asserted beside `CostModel`): a 16-bit `madd` multiplies them
+            // by the terrain.
+            let (s, g) = (
+                _mm256_madd_epi16(t, straight_v),
+                _mm256_madd_epi16(t, diagonal_v),
+            );
+            // The values a neighbour holds if the step to it is the cheapest; none where this
+            // cell's value is below the step (no neighbour's can be).
+            let (here_s, here_g) = (_mm256_sub_epi32(here, s), _mm256_sub_epi32(here, g));
+            let fits_s = _mm256_andnot_si256(unreached, at_least(here, s));
+            let fits_g = _mm256_andnot_si256(unreached, at_least(here, g));
+            let straight_to = |v| _mm256_and_si256(fits_s, _mm256_cmpeq_epi32(v, here_s));
+            // A diagonal past a side without a value (a wall) is no way.
+            let diagonal_to = |v, a, b| {
+                let blocked = at_least(_mm256_max_epu32(a, b), none_v);
+                let to = _mm256_and_si256(fits_g, _mm256_cmpeq_epi32(v, here_g));
+                _mm256_andnot_si256(blocked, to)
+            };
+            let (n, e, s_, w_) = (
+                load(up, x + 1),
+                load(mid, x + 2),
+                load(down, x + 1),
+                load(mid, x),
+            );
+            let to = [
+                straight_to(n),
+                diagonal_to(load(up, x + 2), n, e),
+                straight_to(e),
+                diagonal_to(load(down, x + 2), s_, e),
+                straight_to(s_),
+                diagonal_to(load(down, x), s_, w_),
+                straight_to(w_),
+                diagonal_to(load(up, x), n, w_),
+            ];
+            // The lowest direction wins; a reached cell with none is a sink.
+            let mut byte = splat(FLOW_GOAL as u32);
+            for d in (0..8).rev() {
+                byte = _mm256_blendv_epi8(byte, splat(d as u32), to[d]);
+            }
+            byte = _mm256_blendv_epi8(byte, splat(FLOW_UNREACHABLE as u32), unreached);
+            _mm256_blendv_epi8(byte, splat(FLOW_WALL as u32), is_wall)
+        };
+        // Eight u32 lanes (each below 256) to eight bytes.
+        let words = _mm256_packus_epi32(byte, byte);
+        let packed = _mm256_packus_epi16(words, words);
+        let eight = _mm_unpacklo_epi32(
+            _mm256_castsi256_si128(packed),
+            _mm256_extracti128_si256::<1>(packed),
+        );
+        let out: &mut [u8; 8] = (&mut row[x..x + 8]).try_into().expect("8 cells");
+        // SAFETY: writes 8 bytes into an array of 8.
+        unsafe { _mm_storel_epi64(out.as_mut_ptr().cast(), eight) };
+    }
+    short_row(8, (up, mid, down, terrain), (straight, diagonal, none), row);
 }
 
 /// [`derive_row`] eight cells at a time, written out in AVX2: the compiler vectorises the plain
