@@ -411,8 +411,14 @@ fn finish(dist: &mut [u32], model: CostModel) -> SweepOutcome {
 /// the cells beyond keep INF. O(blocks marked + cells / 1024).
 fn finish_blocks(dist: &mut [u32], blocks: &[u64], model: CostModel) -> SweepOutcome {
     #[cfg(target_arch = "x86_64")]
-    if let Some(avx512) = crate::simd::cpu().avx512 {
-        return avx512.finish_blocks(dist, blocks, model);
+    {
+        let cpu = crate::simd::cpu();
+        if let Some(avx512) = cpu.avx512 {
+            return avx512.finish_blocks(dist, blocks, model);
+        }
+        if let Some(avx2) = cpu.avx2 {
+            return avx2.finish_blocks(dist, blocks, model);
+        }
     }
     finish_blocks_plain(dist, blocks, model)
 }
@@ -1526,6 +1532,13 @@ mod tests {
                 .map(|i| if marked(i) { 7 } else { dist[i] })
                 .collect();
             assert_eq!(filled, want_filled, "seed {seed}");
+            #[cfg(target_arch = "x86_64")]
+            if let Some(avx2) = crate::simd::under_test::avx2() {
+                let mut wide = dist.clone();
+                let vector = avx2.finish_blocks(&mut wide, &blocks, model);
+                assert_eq!(wide, by_hand, "avx2: seed {seed}");
+                assert_eq!(vector, want, "avx2: seed {seed}");
+            }
             #[cfg(target_arch = "x86_64")]
             if let Some(avx512) = crate::simd::under_test::avx512() {
                 let mut wide = dist.clone();

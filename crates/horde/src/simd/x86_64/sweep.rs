@@ -1,4 +1,5 @@
-//! The integration sweeps' row passes for AVX2 and AVX-512, and the end of a build for AVX2.
+//! The integration sweeps' row passes for AVX2 and AVX-512, and the end of a build (whole map
+//! or footprint blocks) for AVX2.
 
 use std::arch::x86_64::*;
 
@@ -47,6 +48,20 @@ impl Avx2 {
     pub(crate) fn finish(self, dist: &mut [u32], model: CostModel) -> SweepOutcome {
         // SAFETY: an `Avx2` exists only where the CPU has AVX2, the kernel's only requirement.
         unsafe { finish_avx2(dist, model) }
+    }
+
+    /// [`finish_blocks_plain`](crate::integration::sweep::finish_blocks_plain): a block of
+    /// sixteen cells in two registers, the counts and maxima kept in registers across blocks
+    /// (the plain loop keeps its sixteen lanes in memory from block to block).
+    #[inline]
+    pub(crate) fn finish_blocks(
+        self,
+        dist: &mut [u32],
+        blocks: &[u64],
+        model: CostModel,
+    ) -> SweepOutcome {
+        // SAFETY: as above.
+        unsafe { finish_blocks_avx2(dist, blocks, model) }
     }
 }
 
@@ -226,29 +241,77 @@ fn finish_avx512(dist: &mut [u32], model: CostModel) -> SweepOutcome {
 
 #[target_feature(enable = "avx2")]
 fn finish_avx2(dist: &mut [u32], model: CostModel) -> SweepOutcome {
-    let below_inf = _mm256_set1_epi32((INF - 1) as i32);
-    let ones = _mm256_set1_epi32(-1);
-    let (mut counts, mut tops) = (_mm256_setzero_si256(), _mm256_setzero_si256());
-    let mut chunks = dist.chunks_exact_mut(8);
-    for chunk in &mut chunks {
+    let mut tally = Tally8::new();
+    let (chunks, rest) = dist.as_chunks_mut::<8>();
+    for chunk in chunks {
+        tally.finish(chunk);
+    }
+    tally.end(rest, model)
+}
+
+#[target_feature(enable = "avx2")]
+fn finish_blocks_avx2(dist: &mut [u32], blocks: &[u64], model: CostModel) -> SweepOutcome {
+    const WIDE: usize = TOUCHED_BLOCK;
+    let mut tally = Tally8::new();
+    let (whole, n) = (dist.len() / WIDE, dist.len());
+    for_marked(blocks, |b| {
+        if b < whole {
+            let (halves, _) = dist[b * WIDE..(b + 1) * WIDE].as_chunks_mut::<8>();
+            for half in halves {
+                tally.finish(half);
+            }
+        }
+    });
+    tally.end(last_block(dist, blocks, whole, n), model)
+}
+
+/// [`Tally`] eight cells at a time, for AVX2.
+struct Tally8 {
+    counts: __m256i,
+    tops: __m256i,
+}
+
+impl Tally8 {
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn new() -> Tally8 {
+        Tally8 {
+            counts: _mm256_setzero_si256(),
+            tops: _mm256_setzero_si256(),
+        }
+    }
+
+    /// Eight cells finished (INF to UNREACHABLE), counted and their largest value kept; every
+    /// cell is stored back (a masked store is microcode on AMD's cores).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn finish(&mut self, chunk: &mut [u32; 8]) {
+        let below_inf = _mm256_set1_epi32((INF - 1) as i32);
+        let ones = _mm256_set1_epi32(-1);
         // SAFETY: the load and the store each cover the 8 u32 of `chunk`.
         unsafe {
             let v = _mm256_loadu_si256(chunk.as_ptr().cast());
             // All ones where the cell has a value (below INF, unsigned).
             let finite = _mm256_cmpeq_epi32(_mm256_min_epu32(v, below_inf), v);
-            counts = _mm256_sub_epi32(counts, finite);
-            tops = _mm256_max_epu32(tops, _mm256_and_si256(v, finite));
+            self.counts = _mm256_sub_epi32(self.counts, finite);
+            self.tops = _mm256_max_epu32(self.tops, _mm256_and_si256(v, finite));
             let out = _mm256_or_si256(v, _mm256_andnot_si256(finite, ones));
             _mm256_storeu_si256(chunk.as_mut_ptr().cast(), out);
         }
     }
-    let (mut lane_counts, mut lane_tops) = ([0u32; 8], [0u32; 8]);
-    // SAFETY: each store writes 8 u32 into an array of 8.
-    unsafe {
-        _mm256_storeu_si256(lane_counts.as_mut_ptr().cast(), counts);
-        _mm256_storeu_si256(lane_tops.as_mut_ptr().cast(), tops);
+
+    /// The lanes' totals, then the cells `rest` one at a time ([`finish_lanes`]).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn end(self, rest: &mut [u32], model: CostModel) -> SweepOutcome {
+        let (mut lane_counts, mut lane_tops) = ([0u32; 8], [0u32; 8]);
+        // SAFETY: each store writes 8 u32 into an array of 8.
+        unsafe {
+            _mm256_storeu_si256(lane_counts.as_mut_ptr().cast(), self.counts);
+            _mm256_storeu_si256(lane_tops.as_mut_ptr().cast(), self.tops);
+        }
+        finish_lanes(&lane_counts, &lane_tops, rest, model)
     }
-    finish_lanes(&lane_counts, &lane_tops, chunks.into_remainder(), model)
 }
 
 /// `row_pass` (integration sweeps) for AVX2, eight cells at a time: each block takes the offers of the row before
