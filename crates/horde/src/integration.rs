@@ -2278,9 +2278,14 @@ mod tests {
 
     #[test]
     fn every_fill_kernel_gives_the_rooms_the_values_of_the_plain_fill() {
-        // Rooms seven cells wide (one masked vector a row) and 20 wide (a whole vector and a
-        // masked one).
-        for (side, goal) in [(7, UVec2::new(3, 3)), (20, UVec2::new(5, 30))] {
+        // Rooms seven cells wide (one masked vector a row, or less than AVX2's eight lanes),
+        // eight wide (AVX2's eight lanes) and 20 wide (a whole vector and a masked one; for
+        // AVX2, two groups of eight and one over cells done).
+        for (side, goal) in [
+            (7, UVec2::new(3, 3)),
+            (8, UVec2::new(4, 3)),
+            (20, UVec2::new(5, 30)),
+        ] {
             let cost = rooms_and_doors(5, side, 3, 7);
             for model in [CostModel::TenFourteen, CostModel::Octile] {
                 let mut b = IntegrationBuilder::new();

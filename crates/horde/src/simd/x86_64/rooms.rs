@@ -1,33 +1,62 @@
-//! The rooms' fill kernel (see `integration::rooms`) in AVX2: the plain loop, compiled for AVX2,
-//! where the unsigned minimum is one instruction (SSE2 has none); and in AVX-512, a row of up to
-//! sixteen cells in one register, loaded and stored under a mask.
+//! The rooms' fill kernel (see `integration::rooms`): a row's cells eight at a time in a register
+//! (AVX2, which has the unsigned minimum SSE2 lacks), or up to sixteen under a mask (AVX-512).
 
 use std::arch::x86_64::*;
 
-use crate::integration::rooms::{Fill, Rooms, min_plus, table_at};
+use crate::integration::rooms::{Fill, Rooms, table_at};
 use crate::simd::{Avx2, Avx512};
 
 impl Avx2 {
-    /// [`Rooms::fill`] with its kernel eight lanes at a time: the same values.
+    /// [`Rooms::fill`] a row's eight cells at a time ([`fill_rooms_avx2`]): the same values.
     #[inline]
     pub(crate) fn fill_rooms(self, rooms: &Rooms, fill: Fill<'_>) -> Result<usize, usize> {
         // SAFETY: an `Avx2` exists only where the CPU has AVX2, the kernel's only requirement.
         unsafe { fill_rooms_avx2(rooms, fill) }
     }
-
-    /// `min_plus` eight lanes at a time (for the tests).
-    #[cfg(test)]
-    fn min_plus(self, row: &mut [u32], offsets: &[u32], v: u32) {
-        // SAFETY: as above.
-        unsafe { min_plus_avx2(row, offsets, v) }
-    }
 }
 
-/// The whole fill compiled for AVX2, so that the kernel is inlined into its loops (a call per
-/// row of a small room cost more than the row).
+/// The fill with each row's cells eight at a time in a register: a row of eight or more ends
+/// with a group of eight ending at its last cell (over cells already done, which come out the
+/// same), and a shorter row is stored lane by lane from the register. Working a row out in a
+/// buffer and copying it into place (a `memcpy` call per row) cost more than the sums: the rooms
+/// of `8room_000` are seven cells wide.
 #[target_feature(enable = "avx2")]
 fn fill_rooms_avx2(rooms: &Rooms, fill: Fill<'_>) -> Result<usize, usize> {
-    rooms.fill_with(fill, min_plus)
+    const LANES: usize = 8;
+    rooms.fill_rows(fill, |row, table, sources, y, x0| {
+        // The least over the sources of value + crossing price, for the eight cells from `k`
+        // (the table has eight spare prices past its end, for a short row's lanes).
+        let group = |k: usize| {
+            let mut best = _mm256_set1_epi32(-1);
+            for &source in sources {
+                let at = table_at(source, x0, y) + k;
+                let prices: &[u32; LANES] = table[at..at + LANES].try_into().expect("8 prices");
+                // SAFETY: reads the 8 u32 of `prices`.
+                let prices = unsafe { _mm256_loadu_si256(prices.as_ptr().cast()) };
+                let offer = _mm256_add_epi32(prices, _mm256_set1_epi32(source.2 as i32));
+                best = _mm256_min_epu32(best, offer);
+            }
+            best
+        };
+        let len = row.len();
+        if len < LANES {
+            let mut lanes = [0u32; LANES];
+            // SAFETY: writes 8 u32 into an array of 8.
+            unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), group(0)) };
+            for (cell, &v) in row.iter_mut().zip(&lanes) {
+                *cell = v;
+            }
+            return;
+        }
+        let mut k = 0;
+        while k < len {
+            let at = k.min(len - LANES);
+            let out: &mut [u32; LANES] = (&mut row[at..at + LANES]).try_into().expect("8 cells");
+            // SAFETY: writes the 8 u32 of `out`.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), group(at)) };
+            k += LANES;
+        }
+    })
 }
 
 impl Avx512 {
@@ -68,35 +97,4 @@ fn fill_rooms_avx512(rooms: &Rooms, fill: Fill<'_>) -> Result<usize, usize> {
             k += n;
         }
     })
-}
-
-#[cfg(test)]
-#[target_feature(enable = "avx2")]
-fn min_plus_avx2(row: &mut [u32], offsets: &[u32], v: u32) {
-    min_plus(row, offsets, v);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::simd::under_test;
-
-    #[test]
-    fn the_kernel_gives_the_plain_values() {
-        let Some(avx2) = under_test::avx2() else {
-            return;
-        };
-        for len in [0usize, 1, 7, 8, 9, 31, 128] {
-            let offsets: Vec<u32> = (0..len as u32).map(|k| (k * 37) % 101).collect();
-            let start: Vec<u32> = (0..len as u32)
-                .map(|k| if k % 3 == 0 { u32::MAX } else { k * 13 })
-                .collect();
-            for v in [0, 5, 60, u32::MAX - 200] {
-                let (mut plain, mut vector) = (start.clone(), start.clone());
-                min_plus(&mut plain, &offsets, v);
-                avx2.min_plus(&mut vector, &offsets, v);
-                assert_eq!(plain, vector, "len {len} v {v}");
-            }
-        }
-    }
 }
