@@ -242,39 +242,127 @@ fn derive_spans_avx2(
     first: usize,
     spans: impl Iterator<Item = (usize, usize, usize)>,
 ) {
+    derive_spans_of_kind(
+        (costs, dist, pw, kind),
+        out,
+        first,
+        spans,
+        |u, m, d, t, s, g, n, r| derive_row_exact_avx2(u, m, d, t, s, g, n, r),
+        |u, m, d, t, s, g, n, r| derive_row_avx2(u, m, d, t, s, g, n, r),
+    );
+}
+
+/// A row kernel's signature (see [`derive_row`]).
+trait RowKernel: Fn(&[u32], &[u32], &[u32], &[u8], u32, u32, u32, &mut [u8]) {}
+impl<F: Fn(&[u32], &[u32], &[u32], &[u8], u32, u32, u32, &mut [u8])> RowKernel for F {}
+
+/// [`derive_spans_with`] with `exact_row` over an exact field (see [`FieldKind`]) and
+/// `general_row` over any other: the vector sets' one choice by kind.
+#[inline(always)]
+fn derive_spans_of_kind(
+    (costs, dist, pw, kind): (&[u8], &[u32], usize, FieldKind),
+    out: &mut [u8],
+    first: usize,
+    spans: impl Iterator<Item = (usize, usize, usize)>,
+    exact_row: impl RowKernel,
+    general_row: impl RowKernel,
+) {
     let FieldKind { model, none, exact } = kind;
     if exact {
-        derive_spans_with(
-            costs,
-            dist,
-            pw,
-            model,
-            none,
-            out,
-            first,
-            spans,
-            |u, m, d, t, s, g, n, r| derive_row_exact_avx2(u, m, d, t, s, g, n, r),
-        );
+        derive_spans_with(costs, dist, pw, model, none, out, first, spans, exact_row);
     } else {
-        derive_spans_with(
-            costs,
-            dist,
-            pw,
-            model,
-            none,
-            out,
-            first,
-            spans,
-            |u, m, d, t, s, g, n, r| derive_row_avx2(u, m, d, t, s, g, n, r),
-        );
+        derive_spans_with(costs, dist, pw, model, none, out, first, spans, general_row);
     }
+}
+
+/// The values of a block's eight neighbours, eight lanes each.
+struct Around8 {
+    n: __m256i,
+    ne: __m256i,
+    e: __m256i,
+    se: __m256i,
+    s: __m256i,
+    sw: __m256i,
+    w: __m256i,
+    nw: __m256i,
+}
+
+/// The rows of arrows of the AVX2 kernels, eight cells at a time ([`arrow_blocks`]): `arrows`
+/// gives a block's bytes (in the low byte of each 32-bit lane) from its terrain, its walls (all
+/// ones in a lane), its values and its neighbours'; a block without a value takes its bytes from
+/// the terrain alone.
+#[target_feature(enable = "avx2")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn arrows_avx2(
+    up: &[u32],
+    mid: &[u32],
+    down: &[u32],
+    terrain: &[u8],
+    (straight, diagonal, none): (u32, u32, u32),
+    row: &mut [u8],
+    arrows: impl Fn(__m256i, __m256i, __m256i, &Around8) -> __m256i,
+) {
+    const WIDE: usize = 8;
+    let w = row.len();
+    let (up, mid, down, terrain) = padded_rows(up, mid, down, terrain, w);
+    let load = |values: &[u32], at: usize| {
+        let lanes: &[u32; WIDE] = values[at..at + WIDE].try_into().expect("8 values");
+        // SAFETY: reads 8 u32 from an array of 8.
+        unsafe { _mm256_loadu_si256(lanes.as_ptr().cast()) }
+    };
+    let splat = |v: u32| _mm256_set1_epi32(v as i32);
+    let none_v = splat(none);
+    for x in arrow_blocks(w, WIDE) {
+        let bytes: &[u8; WIDE] = terrain[x + 1..x + 1 + WIDE].try_into().expect("8 cells");
+        // SAFETY: reads 8 bytes from an array of 8.
+        let t = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(bytes.as_ptr().cast()) });
+        let is_wall = _mm256_cmpeq_epi32(t, splat(WALL as u32));
+        let here = load(mid, x + 1);
+        // All ones where the cell has no value (from `none` on, unsigned).
+        let unreached = _mm256_cmpeq_epi32(_mm256_max_epu32(here, none_v), here);
+        let byte = if _mm256_movemask_ps(_mm256_castsi256_ps(unreached)) == 0xFF {
+            _mm256_blendv_epi8(
+                splat(FLOW_UNREACHABLE as u32),
+                splat(FLOW_WALL as u32),
+                is_wall,
+            )
+        } else {
+            let around = Around8 {
+                n: load(up, x + 1),
+                ne: load(up, x + 2),
+                e: load(mid, x + 2),
+                se: load(down, x + 2),
+                s: load(down, x + 1),
+                sw: load(down, x),
+                w: load(mid, x),
+                nw: load(up, x),
+            };
+            arrows(t, is_wall, here, &around)
+        };
+        // Eight u32 lanes (each below 256) to eight bytes.
+        let words = _mm256_packus_epi32(byte, byte);
+        let packed = _mm256_packus_epi16(words, words);
+        let eight = _mm_unpacklo_epi32(
+            _mm256_castsi256_si128(packed),
+            _mm256_extracti128_si256::<1>(packed),
+        );
+        let out: &mut [u8; WIDE] = (&mut row[x..x + WIDE]).try_into().expect("8 cells");
+        // SAFETY: writes 8 bytes into an array of 8.
+        unsafe { _mm_storel_epi64(out.as_mut_ptr().cast(), eight) };
+    }
+    short_row(
+        WIDE,
+        (up, mid, down, terrain),
+        (straight, diagonal, none),
+        row,
+    );
 }
 
 /// [`derive_row_exact_avx512`] eight cells at a time in AVX2, for CPUs without AVX-512: over an
 /// exact field the arrow is the lowest direction whose neighbour holds this cell's value less
-/// the step, and a cell with none is a sink, so no offer is summed and no minimum taken; a block
-/// of eight cells without a value takes its bytes from the terrain alone. The same bytes as
-/// [`derive_row_avx2`] on such a field (the tests compare them).
+/// the step, and a cell with none is a sink, so no offer is summed and no minimum taken. The
+/// same bytes as [`derive_row_avx2`] on such a field (the tests compare them).
 #[target_feature(enable = "avx2")]
 #[allow(clippy::too_many_arguments)]
 fn derive_row_exact_avx2(
@@ -287,37 +375,26 @@ fn derive_row_exact_avx2(
     none: u32,
     row: &mut [u8],
 ) {
-    let w = row.len();
-    let (up, mid, down, terrain) = padded_rows(up, mid, down, terrain, w);
-    let load = |values: &[u32], at: usize| {
-        let lanes: &[u32; 8] = values[at..at + 8].try_into().expect("8 values");
-        // SAFETY: reads 8 u32 from an array of 8.
-        unsafe { _mm256_loadu_si256(lanes.as_ptr().cast()) }
-    };
     let splat = |v: u32| _mm256_set1_epi32(v as i32);
     let (straight_v, diagonal_v, none_v) = (splat(straight), splat(diagonal), splat(none));
     // Unsigned `a >= b`, all ones or zero in each lane.
     let at_least = |a, b| _mm256_cmpeq_epi32(_mm256_max_epu32(a, b), a);
-    for x in arrow_blocks(w, 8) {
-        let bytes: &[u8; 8] = terrain[x + 1..x + 9].try_into().expect("8 cells");
-        // SAFETY: reads 8 bytes from an array of 8.
-        let t = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(bytes.as_ptr().cast()) });
-        let is_wall = _mm256_cmpeq_epi32(t, splat(WALL as u32));
-        let here = load(mid, x + 1);
-        let unreached = at_least(here, none_v);
-        let byte = if _mm256_movemask_ps(_mm256_castsi256_ps(unreached)) == 0xFF {
-            _mm256_blendv_epi8(
-                splat(FLOW_UNREACHABLE as u32),
-                splat(FLOW_WALL as u32),
-                is_wall,
-            )
-        } else {
-            // Bases below 2^15 (asserted beside `CostModel`): a 16-bit `madd` multiplies them
-            // by the terrain.
+    let prices = (straight, diagonal, none);
+    arrows_avx2(
+        up,
+        mid,
+        down,
+        terrain,
+        prices,
+        row,
+        |t, is_wall, here, a| {
+            // Bases below 2^15 (asserted beside `CostModel`): a 16-bit `madd` multiplies them by
+            // the terrain.
             let (s, g) = (
                 _mm256_madd_epi16(t, straight_v),
                 _mm256_madd_epi16(t, diagonal_v),
             );
+            let unreached = at_least(here, none_v);
             // The values a neighbour holds if the step to it is the cheapest; none where this
             // cell's value is below the step (no neighbour's can be).
             let (here_s, here_g) = (_mm256_sub_epi32(here, s), _mm256_sub_epi32(here, g));
@@ -330,21 +407,15 @@ fn derive_row_exact_avx2(
                 let to = _mm256_and_si256(fits_g, _mm256_cmpeq_epi32(v, here_g));
                 _mm256_andnot_si256(blocked, to)
             };
-            let (n, e, s_, w_) = (
-                load(up, x + 1),
-                load(mid, x + 2),
-                load(down, x + 1),
-                load(mid, x),
-            );
             let to = [
-                straight_to(n),
-                diagonal_to(load(up, x + 2), n, e),
-                straight_to(e),
-                diagonal_to(load(down, x + 2), s_, e),
-                straight_to(s_),
-                diagonal_to(load(down, x), s_, w_),
-                straight_to(w_),
-                diagonal_to(load(up, x), n, w_),
+                straight_to(a.n),
+                diagonal_to(a.ne, a.n, a.e),
+                straight_to(a.e),
+                diagonal_to(a.se, a.s, a.e),
+                straight_to(a.s),
+                diagonal_to(a.sw, a.s, a.w),
+                straight_to(a.w),
+                diagonal_to(a.nw, a.n, a.w),
             ];
             // The lowest direction wins; a reached cell with none is a sink.
             let mut byte = splat(FLOW_GOAL as u32);
@@ -353,19 +424,8 @@ fn derive_row_exact_avx2(
             }
             byte = _mm256_blendv_epi8(byte, splat(FLOW_UNREACHABLE as u32), unreached);
             _mm256_blendv_epi8(byte, splat(FLOW_WALL as u32), is_wall)
-        };
-        // Eight u32 lanes (each below 256) to eight bytes.
-        let words = _mm256_packus_epi32(byte, byte);
-        let packed = _mm256_packus_epi16(words, words);
-        let eight = _mm_unpacklo_epi32(
-            _mm256_castsi256_si128(packed),
-            _mm256_extracti128_si256::<1>(packed),
-        );
-        let out: &mut [u8; 8] = (&mut row[x..x + 8]).try_into().expect("8 cells");
-        // SAFETY: writes 8 bytes into an array of 8.
-        unsafe { _mm_storel_epi64(out.as_mut_ptr().cast(), eight) };
-    }
-    short_row(8, (up, mid, down, terrain), (straight, diagonal, none), row);
+        },
+    );
 }
 
 /// [`derive_row`] eight cells at a time, written out in AVX2: the compiler vectorises the plain
@@ -383,85 +443,63 @@ fn derive_row_avx2(
     none: u32,
     row: &mut [u8],
 ) {
-    let w = row.len();
-    let (up, mid, down, terrain) = padded_rows(up, mid, down, terrain, w);
-    let load = |values: &[u32], at: usize| {
-        let lanes: &[u32; 8] = values[at..at + 8].try_into().expect("8 values");
-        // SAFETY: reads 8 u32 from an array of 8.
-        unsafe { _mm256_loadu_si256(lanes.as_ptr().cast()) }
-    };
     let all = _mm256_set1_epi32(-1); // UNREACHABLE in every lane
     let splat = |v: u32| _mm256_set1_epi32(v as i32);
     let (straight_v, diagonal_v) = (splat(straight), splat(diagonal));
     let none_v = splat(none);
-    for x in arrow_blocks(w, 8) {
-        let bytes: &[u8; 8] = terrain[x + 1..x + 9].try_into().expect("8 cells");
-        // SAFETY: reads 8 bytes from an array of 8.
-        let t = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(bytes.as_ptr().cast()) });
-        // Bases below 2^15 (asserted beside `CostModel`): a 16-bit `madd` multiplies them by
-        // the terrain, cheaper than the 32-bit `mullo`.
-        let (s, g) = (
-            _mm256_madd_epi16(t, straight_v),
-            _mm256_madd_epi16(t, diagonal_v),
-        );
-        let (room_s, room_g) = (_mm256_sub_epi32(all, s), _mm256_sub_epi32(all, g));
-        let plus_s = |v| _mm256_add_epi32(_mm256_min_epu32(v, room_s), s);
-        // A side without a value (from `none` on) turns the diagonal's offer into all ones.
-        let diag = |v, a, b| {
-            let side = _mm256_max_epu32(a, b);
-            let blocked = _mm256_cmpeq_epi32(_mm256_max_epu32(side, none_v), side);
-            _mm256_or_si256(_mm256_add_epi32(_mm256_min_epu32(v, room_g), g), blocked)
-        };
-        let (dn, de, ds, dw) = (
-            load(up, x + 1),
-            load(mid, x + 2),
-            load(down, x + 1),
-            load(mid, x),
-        );
-        let offers = [
-            plus_s(dn),
-            diag(load(up, x + 2), dn, de),
-            plus_s(de),
-            diag(load(down, x + 2), ds, de),
-            plus_s(ds),
-            diag(load(down, x), ds, dw),
-            plus_s(dw),
-            diag(load(up, x), dn, dw),
-        ];
-        let best = offers[1..]
-            .iter()
-            .fold(offers[0], |m, &o| _mm256_min_epu32(m, o));
-        let mut byte = splat(7);
-        for d in (0..7).rev() {
-            let here_best = _mm256_cmpeq_epi32(offers[d], best);
-            byte = _mm256_blendv_epi8(byte, splat(d as u32), here_best);
-        }
-        let here = load(mid, x + 1);
-        // best > here (unsigned): max(best, here) is not here.
-        let sink = _mm256_xor_si256(_mm256_cmpeq_epi32(_mm256_max_epu32(best, here), here), all);
-        byte = _mm256_blendv_epi8(byte, splat(FLOW_GOAL as u32), sink);
-        byte = _mm256_blendv_epi8(
-            byte,
-            splat(FLOW_UNREACHABLE as u32),
-            _mm256_cmpeq_epi32(_mm256_max_epu32(here, none_v), here),
-        );
-        byte = _mm256_blendv_epi8(
-            byte,
-            splat(FLOW_WALL as u32),
-            _mm256_cmpeq_epi32(t, splat(WALL as u32)),
-        );
-        // Eight u32 lanes (each below 256) to eight bytes.
-        let words = _mm256_packus_epi32(byte, byte);
-        let packed = _mm256_packus_epi16(words, words);
-        let eight = _mm_unpacklo_epi32(
-            _mm256_castsi256_si128(packed),
-            _mm256_extracti128_si256::<1>(packed),
-        );
-        let out: &mut [u8; 8] = (&mut row[x..x + 8]).try_into().expect("8 cells");
-        // SAFETY: writes 8 bytes into an array of 8.
-        unsafe { _mm_storel_epi64(out.as_mut_ptr().cast(), eight) };
-    }
-    short_row(8, (up, mid, down, terrain), (straight, diagonal, none), row);
+    let prices = (straight, diagonal, none);
+    arrows_avx2(
+        up,
+        mid,
+        down,
+        terrain,
+        prices,
+        row,
+        |t, is_wall, here, a| {
+            // Bases below 2^15 (asserted beside `CostModel`): a 16-bit `madd` multiplies them by
+            // the terrain, cheaper than the 32-bit `mullo`.
+            let (s, g) = (
+                _mm256_madd_epi16(t, straight_v),
+                _mm256_madd_epi16(t, diagonal_v),
+            );
+            let (room_s, room_g) = (_mm256_sub_epi32(all, s), _mm256_sub_epi32(all, g));
+            let plus_s = |v| _mm256_add_epi32(_mm256_min_epu32(v, room_s), s);
+            // A side without a value (from `none` on) turns the diagonal's offer into all ones.
+            let diag = |v, a, b| {
+                let side = _mm256_max_epu32(a, b);
+                let blocked = _mm256_cmpeq_epi32(_mm256_max_epu32(side, none_v), side);
+                _mm256_or_si256(_mm256_add_epi32(_mm256_min_epu32(v, room_g), g), blocked)
+            };
+            let offers = [
+                plus_s(a.n),
+                diag(a.ne, a.n, a.e),
+                plus_s(a.e),
+                diag(a.se, a.s, a.e),
+                plus_s(a.s),
+                diag(a.sw, a.s, a.w),
+                plus_s(a.w),
+                diag(a.nw, a.n, a.w),
+            ];
+            let best = offers[1..]
+                .iter()
+                .fold(offers[0], |m, &o| _mm256_min_epu32(m, o));
+            let mut byte = splat(7);
+            for d in (0..7).rev() {
+                let here_best = _mm256_cmpeq_epi32(offers[d], best);
+                byte = _mm256_blendv_epi8(byte, splat(d as u32), here_best);
+            }
+            // best > here (unsigned): max(best, here) is not here.
+            let sink =
+                _mm256_xor_si256(_mm256_cmpeq_epi32(_mm256_max_epu32(best, here), here), all);
+            byte = _mm256_blendv_epi8(byte, splat(FLOW_GOAL as u32), sink);
+            byte = _mm256_blendv_epi8(
+                byte,
+                splat(FLOW_UNREACHABLE as u32),
+                _mm256_cmpeq_epi32(_mm256_max_epu32(here, none_v), here),
+            );
+            _mm256_blendv_epi8(byte, splat(FLOW_WALL as u32), is_wall)
+        },
+    );
 }
 
 /// [`derive_spans_with`] with the AVX-512 row kernel for the kind of field.
@@ -476,32 +514,14 @@ fn derive_spans_avx512(
     first: usize,
     spans: impl Iterator<Item = (usize, usize, usize)>,
 ) {
-    let FieldKind { model, none, exact } = kind;
-    if exact {
-        derive_spans_with(
-            costs,
-            dist,
-            pw,
-            model,
-            none,
-            out,
-            first,
-            spans,
-            |u, m, d, t, s, g, n, r| derive_row_exact_avx512(u, m, d, t, s, g, n, r),
-        );
-    } else {
-        derive_spans_with(
-            costs,
-            dist,
-            pw,
-            model,
-            none,
-            out,
-            first,
-            spans,
-            |u, m, d, t, s, g, n, r| derive_row_avx512(u, m, d, t, s, g, n, r),
-        );
-    }
+    derive_spans_of_kind(
+        (costs, dist, pw, kind),
+        out,
+        first,
+        spans,
+        |u, m, d, t, s, g, n, r| derive_row_exact_avx512(u, m, d, t, s, g, n, r),
+        |u, m, d, t, s, g, n, r| derive_row_avx512(u, m, d, t, s, g, n, r),
+    );
 }
 
 /// Where the vector arrow kernels' blocks of `wide` cells start in a row of `w`: every `wide`
