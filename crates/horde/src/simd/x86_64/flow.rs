@@ -275,16 +275,41 @@ fn derive_spans_of_kind(
     }
 }
 
-/// The values of a block's eight neighbours, eight lanes each.
-struct Around8 {
-    n: __m256i,
-    ne: __m256i,
-    e: __m256i,
-    se: __m256i,
-    s: __m256i,
-    sw: __m256i,
-    w: __m256i,
-    nw: __m256i,
+/// The values of a block's eight neighbours, a vector each (eight lanes with AVX2, sixteen with
+/// AVX-512).
+struct Around<V> {
+    n: V,
+    ne: V,
+    e: V,
+    se: V,
+    s: V,
+    sw: V,
+    w: V,
+    nw: V,
+}
+
+impl<V: Copy> Around<V> {
+    /// `straight(v)` for each straight neighbour and `diagonal(v, a, b)` for each diagonal one
+    /// with the two straight neighbours beside it (which the corner rule needs open), in the
+    /// order of the flow's directions (N, NE, E, SE, S, SW, W, NW): the one place every vector
+    /// arrow kernel takes the neighbours' layout from.
+    #[inline(always)]
+    fn by_direction<R>(
+        &self,
+        straight: impl Fn(V) -> R,
+        diagonal: impl Fn(V, V, V) -> R,
+    ) -> [R; 8] {
+        [
+            straight(self.n),
+            diagonal(self.ne, self.n, self.e),
+            straight(self.e),
+            diagonal(self.se, self.s, self.e),
+            straight(self.s),
+            diagonal(self.sw, self.s, self.w),
+            straight(self.w),
+            diagonal(self.nw, self.n, self.w),
+        ]
+    }
 }
 
 /// The rows of arrows of the AVX2 kernels, eight cells at a time ([`arrow_blocks`]): `arrows`
@@ -301,7 +326,7 @@ fn arrows_avx2(
     terrain: &[u8],
     (straight, diagonal, none): (u32, u32, u32),
     row: &mut [u8],
-    arrows: impl Fn(__m256i, __m256i, __m256i, &Around8) -> __m256i,
+    arrows: impl Fn(__m256i, __m256i, __m256i, &Around<__m256i>) -> __m256i,
 ) {
     const WIDE: usize = 8;
     let w = row.len();
@@ -328,7 +353,7 @@ fn arrows_avx2(
                 is_wall,
             )
         } else {
-            let around = Around8 {
+            let around = Around {
                 n: load(up, x + 1),
                 ne: load(up, x + 2),
                 e: load(mid, x + 2),
@@ -407,16 +432,7 @@ fn derive_row_exact_avx2(
                 let to = _mm256_and_si256(fits_g, _mm256_cmpeq_epi32(v, here_g));
                 _mm256_andnot_si256(blocked, to)
             };
-            let to = [
-                straight_to(a.n),
-                diagonal_to(a.ne, a.n, a.e),
-                straight_to(a.e),
-                diagonal_to(a.se, a.s, a.e),
-                straight_to(a.s),
-                diagonal_to(a.sw, a.s, a.w),
-                straight_to(a.w),
-                diagonal_to(a.nw, a.n, a.w),
-            ];
+            let to = a.by_direction(straight_to, diagonal_to);
             // The lowest direction wins; a reached cell with none is a sink.
             let mut byte = splat(FLOW_GOAL as u32);
             for d in (0..8).rev() {
@@ -470,16 +486,7 @@ fn derive_row_avx2(
                 let blocked = _mm256_cmpeq_epi32(_mm256_max_epu32(side, none_v), side);
                 _mm256_or_si256(_mm256_add_epi32(_mm256_min_epu32(v, room_g), g), blocked)
             };
-            let offers = [
-                plus_s(a.n),
-                diag(a.ne, a.n, a.e),
-                plus_s(a.e),
-                diag(a.se, a.s, a.e),
-                plus_s(a.s),
-                diag(a.sw, a.s, a.w),
-                plus_s(a.w),
-                diag(a.nw, a.n, a.w),
-            ];
+            let offers = a.by_direction(plus_s, diag);
             let best = offers[1..]
                 .iter()
                 .fold(offers[0], |m, &o| _mm256_min_epu32(m, o));
@@ -546,18 +553,6 @@ fn short_row(
     }
 }
 
-/// The values of a block's eight neighbours, sixteen lanes each.
-struct Around {
-    n: __m512i,
-    ne: __m512i,
-    e: __m512i,
-    se: __m512i,
-    s: __m512i,
-    sw: __m512i,
-    w: __m512i,
-    nw: __m512i,
-}
-
 /// The rows of arrows of the AVX-512 kernels, sixteen cells at a time ([`arrow_blocks`]):
 /// `arrows` gives a block's bytes from its terrain, its values and its neighbours'; a block
 /// without a value takes its bytes from the terrain alone (the water of a lake map, rock between
@@ -572,7 +567,7 @@ fn arrows_avx512(
     terrain: &[u8],
     (straight, diagonal, none): (u32, u32, u32),
     row: &mut [u8],
-    arrows: impl Fn(__m128i, __m512i, &Around) -> __m128i,
+    arrows: impl Fn(__m128i, __m512i, &Around<__m512i>) -> __m128i,
 ) {
     const WIDE: usize = 16;
     let w = row.len();
@@ -662,16 +657,7 @@ fn derive_row_exact_avx512(
             let open = !_mm512_cmpge_epu32_mask(_mm512_max_epu32(a, b), none_v);
             _mm512_mask_cmpeq_epu32_mask(fits_g & open, v, here_g)
         };
-        let to = [
-            straight_to(a.n),
-            diagonal_to(a.ne, a.n, a.e),
-            straight_to(a.e),
-            diagonal_to(a.se, a.s, a.e),
-            straight_to(a.s),
-            diagonal_to(a.sw, a.s, a.w),
-            straight_to(a.w),
-            diagonal_to(a.nw, a.n, a.w),
-        ];
+        let to = a.by_direction(straight_to, diagonal_to);
         // The lowest direction wins; a reached cell with none is a sink.
         let mut byte = splat(FLOW_GOAL as u32);
         for d in (0..8).rev() {
@@ -719,16 +705,7 @@ fn derive_row_avx512(
                 all,
             )
         };
-        let offers = [
-            plus_s(a.n),
-            diag(a.ne, a.n, a.e),
-            plus_s(a.e),
-            diag(a.se, a.s, a.e),
-            plus_s(a.s),
-            diag(a.sw, a.s, a.w),
-            plus_s(a.w),
-            diag(a.nw, a.n, a.w),
-        ];
+        let offers = a.by_direction(plus_s, diag);
         let best = offers[1..]
             .iter()
             .fold(offers[0], |m, &o| _mm512_min_epu32(m, o));
