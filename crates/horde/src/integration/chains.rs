@@ -66,7 +66,7 @@ pub(crate) struct ChainEnd {
 ///
 /// Memory: a bit and a half per padded cell (which cells are chain ends, and a count per 64),
 /// 9 bytes per chain cell, 8 more per inner cell (for finding seeds), 24 per chain and 20 per
-/// end, a bit and 4 bytes per chain reached; while worked out, a byte per padded cell.
+/// end, a bit and 12 bytes per chain reached; while worked out, a byte per padded cell.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Chains {
     /// This layout's number (0: none worked out).
@@ -91,6 +91,9 @@ pub(crate) struct Chains {
     longest: u32,
     /// Chains whose ends the last build reached, in order, and as a bit per chain.
     reached: Vec<u32>,
+    /// The values of the reached chains' first and last cells, as `reached`: read once by
+    /// `settle`, a cache miss each, and not again for the inner cells' values and arrows.
+    reached_ends: Vec<[u32; 2]>,
     reached_bits: Vec<u64>,
 }
 
@@ -134,6 +137,7 @@ impl Chains {
         self.inner.clear();
         self.longest = 0;
         self.reached.clear();
+        self.reached_ends.clear();
         let plen = costs.len();
         let is_corridor = |c: usize| costs[c] != WALL && corridor(moves[c]);
         let mut seen = vec![false; plen];
@@ -311,6 +315,7 @@ impl Chains {
     /// chains would name). O(chains).
     pub(crate) fn settle(&mut self, dist: &[u32], straight: u32, limit: u32) -> Result<usize, u32> {
         self.reached.clear();
+        self.reached_ends.clear();
         self.reached_bits.fill(0);
         let mut inner = 0;
         for (i, ch) in self.chains.iter().enumerate() {
@@ -328,6 +333,7 @@ impl Chains {
                 return Err(a);
             }
             self.reached.push(i as u32);
+            self.reached_ends.push([va, vb]);
             self.reached_bits[i / 64] |= 1 << (i % 64);
             inner += ch.len as usize - 2;
         }
@@ -337,21 +343,13 @@ impl Chains {
     /// Forget the chains reached (a build without them).
     pub(crate) fn forget_reached(&mut self) {
         self.reached.clear();
+        self.reached_ends.clear();
         self.reached_bits.fill(0);
     }
 
     /// The chains the last build reached.
     pub(crate) fn reached(&self) -> &[u32] {
         &self.reached
-    }
-
-    /// Chain `i`'s values from its ends' (in `dist`), cell by cell.
-    fn values(&self, i: u32, dist: &[u32], straight: u32) -> impl Iterator<Item = u32> {
-        let ch = self.chains[i as usize];
-        let n = ch.len;
-        let a = dist[self.cells[ch.first as usize] as usize];
-        let b = dist[self.cells[(ch.first + n - 1) as usize] as usize];
-        (0..n).map(move |k| (a + k * straight).min(b + (n - 1 - k) * straight))
     }
 
     /// Chain `i`'s inner cells: padded cells and map indices.
@@ -394,13 +392,39 @@ impl Chains {
                 }
             }
         }
-        for &i in &self.reached {
-            for ((_, m), v) in self
-                .inner_cells(i)
-                .zip(self.values(i, dist, straight).skip(1))
-            {
-                values[m] = v;
+        for (&i, &ends) in self.reached.iter().zip(&self.reached_ends) {
+            let slope = self.slope(i, ends, straight);
+            let (first, last) = (self.chains[i as usize].first as usize, slope.last);
+            let map = &self.map_index[first..first + last];
+            // Nearer the first end up to the turn, nearer the last after it.
+            let turn = slope.turn.clamp(1, last);
+            for (k, &m) in map.iter().enumerate().take(turn).skip(1) {
+                values[m as usize] = slope.from_a + k as u32 * straight;
             }
+            for (k, &m) in map.iter().enumerate().skip(turn) {
+                values[m as usize] = slope.from_b - k as u32 * straight;
+            }
+        }
+    }
+
+    /// Chain `i`'s values as two slopes from its ends' values `[va, vb]` (both reached).
+    #[inline(always)]
+    fn slope(&self, i: u32, [va, vb]: [u32; 2], straight: u32) -> Slope {
+        let last = self.chains[i as usize].len as usize - 1;
+        // Cell k holds va + k·straight while that is at most vb + (last - k)·straight, that
+        // is while 2k·straight <= vb - va + last·straight: up to and including cell
+        // `turn - 1`.
+        let rise = vb as i64 - va as i64 + (last as i64) * straight as i64;
+        let turn = if rise < 0 {
+            0
+        } else {
+            (rise / (2 * straight as i64) + 1).min(last as i64 + 1) as usize
+        };
+        Slope {
+            from_a: va,
+            from_b: vb + last as u32 * straight,
+            last,
+            turn,
         }
     }
 
@@ -430,9 +454,8 @@ impl Chains {
         // cheaper, the lower direction on a tie (as the arrows' kernel), and a cell neither
         // offers less than its value is a sink (a seed at an end).
         let offer = |v: u32| v.min(UNREACHABLE - straight) + straight;
-        for &i in &self.reached {
+        for (&i, &ends) in self.reached.iter().zip(&self.reached_ends) {
             let ch = self.chains[i as usize];
-            let (first, n) = (ch.first as usize, ch.len);
             let [a, b] = ch.outside.map(|o| {
                 if o == NONE {
                     UNREACHABLE
@@ -440,40 +463,58 @@ impl Chains {
                     dist[o as usize]
                 }
             });
-            let (va, vb) = (
-                dist[self.cells[first] as usize],
-                dist[self.cells[first + n as usize - 1] as usize],
+            let slope = self.slope(i, ends, straight);
+            let last = slope.last;
+            let first = ch.first as usize;
+            let (dirs, map) = (
+                &self.dirs[first..=first + last],
+                &self.map_index[first..=first + last],
             );
-            // The values from each end, stepped along as the cells go by: the cell's value is
-            // the lesser, and its neighbours' the lesser of those a step back and ahead.
-            let (mut from_a, mut from_b) = (va, vb + (n - 1) * straight);
-            let (mut before, mut here) = (a, from_a.min(from_b));
-            let cells = first..first + n as usize;
-            let last = n as usize - 1;
-            for (k, (&dirs, &m)) in self.dirs[cells.clone()]
-                .iter()
-                .zip(&self.map_index[cells])
-                .enumerate()
-            {
-                let after = if k < last {
-                    (from_a + straight).min(from_b - straight)
-                } else {
-                    b
-                };
+            let here = |k: usize| {
+                (slope.from_a + k as u32 * straight).min(slope.from_b - k as u32 * straight)
+            };
+            let arrow = |k: usize| {
+                let before = if k == 0 { a } else { here(k - 1) };
+                let after = if k == last { b } else { here(k + 1) };
                 let (ob, oa) = (offer(before), offer(after));
-                let (db, da) = (dirs & 15, dirs >> 4);
+                let (db, da) = (dirs[k] & 15, dirs[k] >> 4);
                 let dir = match ob.cmp(&oa) {
                     std::cmp::Ordering::Less => db,
                     std::cmp::Ordering::Greater => da,
                     std::cmp::Ordering::Equal => db.min(da),
                 };
-                flow[m as usize] = if ob.min(oa) > here { FLOW_GOAL } else { dir };
-                (before, here) = (here, after);
-                from_a += straight;
-                from_b = from_b.wrapping_sub(straight);
+                if ob.min(oa) > here(k) { FLOW_GOAL } else { dir }
+            };
+            // An inner cell whose neighbours are both on the first end's slope steps back
+            // towards it (the cell before is cheaper by two steps); a cell on the last end's
+            // slope steps on (the cell after is a step under it, and under the cell before).
+            // Only the first end's slope's last cell compares offers, which may tie.
+            // (No offer is clamped: `settle` keeps every value to the wave's limit, a dearest
+            // step under UNREACHABLE.)
+            let back_to = slope.turn.saturating_sub(1).clamp(1, last);
+            let on_from = slope.turn.clamp(back_to, last);
+            flow[map[0] as usize] = arrow(0);
+            for k in 1..back_to {
+                flow[map[k] as usize] = dirs[k] & 15;
             }
+            for k in back_to..on_from {
+                flow[map[k] as usize] = arrow(k);
+            }
+            for k in on_from..last {
+                flow[map[k] as usize] = dirs[k] >> 4;
+            }
+            flow[map[last] as usize] = arrow(last);
         }
     }
+}
+
+/// A chain's values: `from_a + k·straight` for its cells `k` before `turn`, `from_b -
+/// k·straight` from `turn` on (cells `0..=last`).
+struct Slope {
+    from_a: u32,
+    from_b: u32,
+    last: usize,
+    turn: usize,
 }
 
 #[cfg(test)]
