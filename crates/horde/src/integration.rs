@@ -1076,7 +1076,9 @@ impl IntegrationBuilder {
     }
 
     /// The spans of the last field written (see [`list_spans`]), listed as it was written.
-    pub(crate) fn written_spans(&self) -> Option<impl Iterator<Item = (usize, usize, usize)>> {
+    pub(crate) fn written_spans(
+        &self,
+    ) -> Option<impl Iterator<Item = (usize, usize, usize)> + Clone> {
         self.spans_listed.then(|| {
             self.spans
                 .iter()
@@ -1088,7 +1090,9 @@ impl IntegrationBuilder {
     /// padded column) within the map, in order; `None` when the last build was swept, or when
     /// the wave touched more than a third of the map (a whole-map pass is cheaper then).
     #[cfg(test)]
-    pub(crate) fn touched_spans(&self) -> Option<impl Iterator<Item = (usize, usize, usize)>> {
+    pub(crate) fn touched_spans(
+        &self,
+    ) -> Option<impl Iterator<Item = (usize, usize, usize)> + Clone> {
         let mut spans = Vec::new();
         if !self.footprint_is_small() {
             return None;

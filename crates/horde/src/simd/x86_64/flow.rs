@@ -26,7 +26,7 @@ impl Avx2 {
         kind: FieldKind,
         out: &mut [u8],
         first: usize,
-        spans: impl Iterator<Item = (usize, usize, usize)>,
+        spans: impl Iterator<Item = (usize, usize, usize)> + Clone,
     ) {
         // SAFETY: an `Avx2` exists only where the CPU has AVX2, the kernel's only requirement.
         unsafe { derive_spans_avx2(costs, dist, pw, kind, out, first, spans) }
@@ -47,7 +47,7 @@ impl Avx512 {
         kind: FieldKind,
         out: &mut [u8],
         first: usize,
-        spans: impl Iterator<Item = (usize, usize, usize)>,
+        spans: impl Iterator<Item = (usize, usize, usize)> + Clone,
     ) {
         // SAFETY: an `Avx512` exists only where the CPU has AVX-512 F, BW and VL, the kernel's
         // only requirement.
@@ -240,7 +240,7 @@ fn derive_spans_avx2(
     kind: FieldKind,
     out: &mut [u8],
     first: usize,
-    spans: impl Iterator<Item = (usize, usize, usize)>,
+    spans: impl Iterator<Item = (usize, usize, usize)> + Clone,
 ) {
     derive_spans_of_kind(
         (costs, dist, pw, kind),
@@ -249,6 +249,7 @@ fn derive_spans_avx2(
         spans,
         |u, m, d, t, s, g, n, r| derive_row_exact_avx2(u, m, d, t, s, g, n, r),
         |u, m, d, t, s, g, n, r| derive_row_avx2(u, m, d, t, s, g, n, r),
+        |p| _mm_prefetch::<_MM_HINT_T0>(p.cast()),
     );
 }
 
@@ -263,15 +264,29 @@ fn derive_spans_of_kind(
     (costs, dist, pw, kind): (&[u8], &[u32], usize, FieldKind),
     out: &mut [u8],
     first: usize,
-    spans: impl Iterator<Item = (usize, usize, usize)>,
+    spans: impl Iterator<Item = (usize, usize, usize)> + Clone,
     exact_row: impl RowKernel,
     general_row: impl RowKernel,
+    fetch: impl Fn(*const u8),
 ) {
     let FieldKind { model, none, exact } = kind;
     if exact {
-        derive_spans_with(costs, dist, pw, model, none, out, first, spans, exact_row);
+        derive_spans_with(
+            costs, dist, pw, model, none, out, first, spans, exact_row, fetch,
+        );
     } else {
-        derive_spans_with(costs, dist, pw, model, none, out, first, spans, general_row);
+        derive_spans_with(
+            costs,
+            dist,
+            pw,
+            model,
+            none,
+            out,
+            first,
+            spans,
+            general_row,
+            fetch,
+        );
     }
 }
 
@@ -519,7 +534,7 @@ fn derive_spans_avx512(
     kind: FieldKind,
     out: &mut [u8],
     first: usize,
-    spans: impl Iterator<Item = (usize, usize, usize)>,
+    spans: impl Iterator<Item = (usize, usize, usize)> + Clone,
 ) {
     derive_spans_of_kind(
         (costs, dist, pw, kind),
@@ -528,6 +543,7 @@ fn derive_spans_avx512(
         spans,
         |u, m, d, t, s, g, n, r| derive_row_exact_avx512(u, m, d, t, s, g, n, r),
         |u, m, d, t, s, g, n, r| derive_row_avx512(u, m, d, t, s, g, n, r),
+        |p| _mm_prefetch::<_MM_HINT_T0>(p.cast()),
     );
 }
 
