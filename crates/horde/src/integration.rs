@@ -2281,6 +2281,39 @@ mod tests {
     }
 
     #[test]
+    fn a_room_with_a_corridor_along_its_top_is_found_whole() {
+        // Rock, a room of 12 × 12 cells (x 5..=16, y 6..=17), and a corridor down from the top
+        // edge that turns along the room's top row (y 5, x 5..=10), as the dungeon generator's
+        // corridors do: the rectangle from the corridor's first cell is a strip of the room
+        // open on its long side, and must not keep the room from being found whole.
+        let mut cost = open(30, 30);
+        for y in 0..30 {
+            for x in 0..30 {
+                let room = (5..=16).contains(&x) && (6..=17).contains(&y);
+                let along = y == 5 && (5..=10).contains(&x);
+                let down = x == 10 && y < 5;
+                if !(room || along || down) {
+                    cost.set(UVec2::new(x, y), WALL).unwrap();
+                }
+            }
+        }
+        let mut b = IntegrationBuilder::new();
+        b.set_sweeps(false);
+        for goal in [UVec2::new(10, 0), UVec2::new(10, 0), UVec2::new(10, 2)] {
+            let want = first_build(&cost, &[goal], CostModel::TenFourteen);
+            assert_eq!(
+                b.build(&cost, &[goal], CostModel::TenFourteen).unwrap(),
+                want
+            );
+        }
+        assert!(b.wave.rooms);
+        let (rooms, entries, interior) = b.rooms.counts();
+        assert_eq!((rooms, entries + interior), (1, 12 * 12));
+        // Its entries: the six cells under the corridor.
+        assert_eq!(entries, 6);
+    }
+
+    #[test]
     fn every_fill_kernel_gives_the_rooms_the_values_of_the_plain_fill() {
         // Rooms seven cells wide (one masked vector a row, or less than AVX2's eight lanes),
         // eight wide (AVX2's eight lanes) and 20 wide (a whole vector and a masked one; for

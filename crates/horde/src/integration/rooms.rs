@@ -156,11 +156,16 @@ impl Rooms {
                     continue;
                 }
                 // Claim the rectangle whether or not it becomes a room, so that no later start
-                // looks at its cells again (O(cells) in all).
-                for yy in y..y + rh {
+                // looks at its cells again (O(cells) in all) -- but for one turned down whose
+                // next row runs on wider: on a dungeon a corridor often runs along a room's
+                // top, and the rectangle from the corridor's first cell is a strip of the room
+                // whose long side opens onto the rest. Such a strip claims its first row only,
+                // so that the room is found from the row below.
+                let kept = self.try_room(moves, pw, x, y, w, rh);
+                let strip = !kept && rh > 1 && self.run_at(costs, pw, x, y + 1) > w;
+                for yy in y..y + if strip { 1 } else { rh } {
                     self.taken[yy * pw + x..yy * pw + x + w].fill(1);
                 }
-                self.try_room(moves, pw, x, y, w, rh);
             }
         }
         self.taken = Vec::new();
@@ -196,14 +201,21 @@ impl Rooms {
         self.valid = true;
     }
 
-    /// The rectangle of the most cells with top-left corner (`x`, `y`) over untaken plain
-    /// cells, sides at most `MAX_SIDE`: (width, height).
-    fn largest_at(&self, costs: &[u8], pw: usize, h: usize, x: usize, y: usize) -> (usize, usize) {
+    /// How many untaken plain cells run from (`x`, `y`) to the right, at most `MAX_SIDE`.
+    fn run_at(&self, costs: &[u8], pw: usize, x: usize, y: usize) -> usize {
         let free = |c: usize| costs[c] == PLAIN && self.taken[c] == 0;
         let mut width = 0;
         while width < MAX_SIDE && x + width < pw - 1 && free(y * pw + x + width) {
             width += 1;
         }
+        width
+    }
+
+    /// The rectangle of the most cells with top-left corner (`x`, `y`) over untaken plain
+    /// cells, sides at most `MAX_SIDE`: (width, height).
+    fn largest_at(&self, costs: &[u8], pw: usize, h: usize, x: usize, y: usize) -> (usize, usize) {
+        let free = |c: usize| costs[c] == PLAIN && self.taken[c] == 0;
+        let mut width = self.run_at(costs, pw, x, y);
         let mut best = (width, 1, width);
         let mut rows = 1;
         while rows < MAX_SIDE && y + rows <= h {
@@ -224,8 +236,17 @@ impl Rooms {
         (best.0, best.1)
     }
 
-    /// Keep rectangle `w` × `rh` at (`x`, `y`) as a room if it has few entries for its size.
-    fn try_room(&mut self, moves: &[u8], pw: usize, x: usize, y: usize, w: usize, rh: usize) {
+    /// Keep rectangle `w` × `rh` at (`x`, `y`) as a room if it has few entries for its size
+    /// (and say whether it did).
+    fn try_room(
+        &mut self,
+        moves: &[u8],
+        pw: usize,
+        x: usize,
+        y: usize,
+        w: usize,
+        rh: usize,
+    ) -> bool {
         let first = self.doors.len();
         let r = Room {
             x0: x as u32,
@@ -261,7 +282,7 @@ impl Rooms {
         // cells the wave would expand one by one.
         if area - n < MIN_INTERIOR || n * n > 2 * area || n > u16::MAX as usize {
             doors.truncate(first);
-            return;
+            return false;
         }
         self.interior += area - n;
         self.longest = self.longest.max((w.max(rh) - 1) as u32);
@@ -269,6 +290,7 @@ impl Rooms {
             end: doors.len() as u32,
             ..r
         });
+        true
     }
 
     /// The most a crossing of a room costs under `model` (raw units).
