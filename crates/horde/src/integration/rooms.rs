@@ -138,6 +138,8 @@ impl Rooms {
         self.taken.clear();
         self.taken.resize(plen, 0);
         let mut walkable = 0usize;
+        // Cells the rectangles turned down may leave unclaimed (see below).
+        let mut spare = plen;
         for y in 1..=h {
             for x in 1..pw - 1 {
                 let c = y * pw + x;
@@ -155,15 +157,19 @@ impl Rooms {
                     self.taken[c] = 1;
                     continue;
                 }
-                // Claim the rectangle whether or not it becomes a room, so that no later start
-                // looks at its cells again (O(cells) in all) -- but for one turned down whose
-                // next row runs on wider: on a dungeon a corridor often runs along a room's
-                // top, and the rectangle from the corridor's first cell is a strip of the room
-                // whose long side opens onto the rest. Such a strip claims its first row only,
-                // so that the room is found from the row below.
+                // A room claims its rectangle. A rectangle turned down claims its first row
+                // only, so that the rows below start again: on a dungeon a corridor often runs
+                // along a room's side, and the rectangle from the corridor's first cell is a
+                // strip of the room, open along its long side, which hid the rest of the room.
+                // Those rows are looked at again, so while `spare` lasts (a cell per padded
+                // cell, spent by the cells left unclaimed): then a rectangle turned down claims
+                // all its cells, and the work stays O(cells) on a map of strips.
                 let kept = self.try_room(moves, pw, x, y, w, rh);
-                let strip = !kept && rh > 1 && self.run_at(costs, pw, x, y + 1) > w;
-                for yy in y..y + if strip { 1 } else { rh } {
+                let again = !kept && spare >= w * rh;
+                if again {
+                    spare -= w * (rh - 1);
+                }
+                for yy in y..y + if again { 1 } else { rh } {
                     self.taken[yy * pw + x..yy * pw + x + w].fill(1);
                 }
             }
