@@ -490,19 +490,8 @@ fn derive_over(
         }
     }
     // The plain kernel serves exact fields as well.
-    let FieldKind { model, none, .. } = kind;
-    derive_spans_with(
-        costs,
-        dist,
-        pw,
-        model,
-        none,
-        out,
-        first,
-        spans,
-        derive_row,
-        |_| {},
-    );
+    let field = (costs, dist, pw, kind);
+    derive_spans_with(field, out, first, spans, derive_row, |_| {});
 }
 
 /// How many spans ahead [`derive_spans_with`] asks for the rows of: about the time the cache
@@ -519,8 +508,9 @@ const FETCH_CELLS: usize = 1 << 19;
 /// holds 16 cells per cache line).
 const FETCH_LINE: usize = 12;
 
-/// Spans (padded row, first and last padded column) of the flow field into `out` (the field's
-/// rows from row `first` on), each by `derive_row` (the plain or a vector kernel).
+/// Spans (padded row, first and last padded column) of the flow field over padded `costs` and
+/// `dist` (width `pw`, a field of `kind`) into `out` (the field's rows from row `first` on),
+/// each by `derive_row` (the plain or a vector kernel).
 ///
 /// `fetch` may ask the CPU to bring the cache line at an address in (a hint, never a read):
 /// the spans of a wave's footprint, parts of rows, lie a row or more apart, each row of values
@@ -530,11 +520,7 @@ const FETCH_LINE: usize = 12;
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn derive_spans_with(
-    costs: &[u8],
-    dist: &[u32],
-    pw: usize,
-    model: CostModel,
-    none: u32,
+    (costs, dist, pw, kind): (&[u8], &[u32], usize, FieldKind),
     out: &mut [u8],
     first: usize,
     spans: impl Iterator<Item = (usize, usize, usize)> + Clone,
@@ -542,6 +528,7 @@ pub(crate) fn derive_spans_with(
     fetch: impl Fn(*const u8),
 ) {
     let w = pw - 2;
+    let FieldKind { model, none, .. } = kind;
     let (straight, diagonal) = (model.straight(), model.diagonal());
     let mut ahead = spans.clone().skip(FETCH_AHEAD);
     let far = dist.len() >= FETCH_CELLS;
@@ -1320,18 +1307,8 @@ mod tests {
                 out
             };
             let mut one = scrambled();
-            derive_spans_with(
-                &b.costs,
-                &b.dist,
-                pw,
-                model,
-                none,
-                &mut one,
-                0,
-                spans(),
-                derive_row,
-                |_| {},
-            );
+            let field = (&b.costs[..], &b.dist[..], pw, b.field_kind());
+            derive_spans_with(field, &mut one, 0, spans(), derive_row, |_| {});
             assert_eq!(one, plain);
             #[cfg(target_arch = "x86_64")]
             {

@@ -261,7 +261,7 @@ impl<F: Fn(&[u32], &[u32], &[u32], &[u8], u32, u32, u32, &mut [u8])> RowKernel f
 /// `general_row` over any other: the vector sets' one choice by kind.
 #[inline(always)]
 fn derive_spans_of_kind(
-    (costs, dist, pw, kind): (&[u8], &[u32], usize, FieldKind),
+    field: (&[u8], &[u32], usize, FieldKind),
     out: &mut [u8],
     first: usize,
     spans: impl Iterator<Item = (usize, usize, usize)> + Clone,
@@ -269,24 +269,10 @@ fn derive_spans_of_kind(
     general_row: impl RowKernel,
     fetch: impl Fn(*const u8),
 ) {
-    let FieldKind { model, none, exact } = kind;
-    if exact {
-        derive_spans_with(
-            costs, dist, pw, model, none, out, first, spans, exact_row, fetch,
-        );
+    if field.3.exact {
+        derive_spans_with(field, out, first, spans, exact_row, fetch);
     } else {
-        derive_spans_with(
-            costs,
-            dist,
-            pw,
-            model,
-            none,
-            out,
-            first,
-            spans,
-            general_row,
-            fetch,
-        );
+        derive_spans_with(field, out, first, spans, general_row, fetch);
     }
 }
 
