@@ -524,7 +524,7 @@ pub(crate) fn derive_spans_with(
     out: &mut [u8],
     first: usize,
     spans: impl Iterator<Item = (usize, usize, usize)> + Clone,
-    derive_row: impl Fn(&[u32], &[u32], &[u32], &[u8], u32, u32, u32, &mut [u8]),
+    derive_row: impl Fn(RowsAround<'_>, ArrowPrices, &mut [u8]),
     fetch: impl Fn(*const u8),
 ) {
     let w = pw - 2;
@@ -552,14 +552,10 @@ pub(crate) fn derive_spans_with(
         let down = &dist[(y + 1) * pw + a - 1..];
         let terrain = &costs[y * pw + a - 1..];
         let at = (y - 1 - first) * w;
+        let rows = (up, mid, down, terrain);
         derive_row(
-            up,
-            mid,
-            down,
-            terrain,
-            straight,
-            diagonal,
-            none,
+            rows,
+            (straight, diagonal, none),
             &mut out[at + a - 1..at + b],
         );
     }
@@ -620,20 +616,21 @@ fn derive_rows(
         let mid = &dist[(y + 1) * pw..(y + 2) * pw];
         let down = &dist[(y + 2) * pw..(y + 3) * pw];
         let terrain = &costs[(y + 1) * pw..(y + 2) * pw];
-        derive_row(up, mid, down, terrain, straight, diagonal, none, row);
+        derive_row((up, mid, down, terrain), (straight, diagonal, none), row);
     }
 }
+
+/// What a row of arrows reads: the values of the row above it, of the row and of the row below
+/// it, and the row's terrain, each from the column before the row's first cell.
+pub(crate) type RowsAround<'a> = (&'a [u32], &'a [u32], &'a [u32], &'a [u8]);
+
+/// The prices of a straight and a diagonal step, and the least distance that means no value.
+pub(crate) type ArrowPrices = (u32, u32, u32);
 
 /// The rows around a row of `w` cells, cut to its padded width (so that indexing in the kernels
 /// needs no further bounds checks).
 #[inline(always)]
-pub(crate) fn padded_rows<'a>(
-    up: &'a [u32],
-    mid: &'a [u32],
-    down: &'a [u32],
-    terrain: &'a [u8],
-    w: usize,
-) -> (&'a [u32], &'a [u32], &'a [u32], &'a [u8]) {
+pub(crate) fn padded_rows((up, mid, down, terrain): RowsAround<'_>, w: usize) -> RowsAround<'_> {
     (
         &up[..w + 2],
         &mid[..w + 2],
@@ -646,20 +643,11 @@ pub(crate) fn padded_rows<'a>(
 /// here: a walkable straight neighbour of a reachable cell is itself reachable, so for the cells
 /// that get an arrow, "neighbour has no value" means "wall". A distance from `none` on is no
 /// value: UNREACHABLE, or the sweeps' INF, which they leave beyond their footprint.
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(crate) fn derive_row(
-    up: &[u32],
-    mid: &[u32],
-    down: &[u32],
-    terrain: &[u8],
-    straight: u32,
-    diagonal: u32,
-    none: u32,
-    row: &mut [u8],
-) {
+pub(crate) fn derive_row(rows: RowsAround<'_>, prices: ArrowPrices, row: &mut [u8]) {
+    let (straight, diagonal, none) = prices;
     let w = row.len();
-    let (up, mid, down, terrain) = padded_rows(up, mid, down, terrain, w);
+    let (up, mid, down, terrain) = padded_rows(rows, w);
     for (x, slot) in row.iter_mut().enumerate() {
         let c = x + 1;
         let t = terrain[c] as u32;

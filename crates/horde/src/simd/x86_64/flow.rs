@@ -7,8 +7,8 @@ use glam::Vec2;
 
 use crate::cost::WALL;
 use crate::flow::{
-    ARROW_OF_BYTE, FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FieldKind, FlowField, derive_row,
-    derive_spans_with, padded_rows,
+    ARROW_OF_BYTE, ArrowPrices, FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FieldKind, FlowField,
+    RowsAround, derive_row, derive_spans_with, padded_rows,
 };
 use crate::simd::{Avx2, Avx512};
 
@@ -247,15 +247,15 @@ fn derive_spans_avx2(
         out,
         first,
         spans,
-        |u, m, d, t, s, g, n, r| derive_row_exact_avx2(u, m, d, t, s, g, n, r),
-        |u, m, d, t, s, g, n, r| derive_row_avx2(u, m, d, t, s, g, n, r),
+        |rows, prices, row| derive_row_exact_avx2(rows, prices, row),
+        |rows, prices, row| derive_row_avx2(rows, prices, row),
         |p| _mm_prefetch::<_MM_HINT_T0>(p.cast()),
     );
 }
 
 /// A row kernel's signature (see [`derive_row`]).
-trait RowKernel: Fn(&[u32], &[u32], &[u32], &[u8], u32, u32, u32, &mut [u8]) {}
-impl<F: Fn(&[u32], &[u32], &[u32], &[u8], u32, u32, u32, &mut [u8])> RowKernel for F {}
+trait RowKernel: Fn(RowsAround<'_>, ArrowPrices, &mut [u8]) {}
+impl<F: Fn(RowsAround<'_>, ArrowPrices, &mut [u8])> RowKernel for F {}
 
 /// [`derive_spans_with`] with `exact_row` over an exact field (see [`FieldKind`]) and
 /// `general_row` over any other: the vector sets' one choice by kind.
@@ -319,19 +319,16 @@ impl<V: Copy> Around<V> {
 /// the terrain alone.
 #[target_feature(enable = "avx2")]
 #[inline]
-#[allow(clippy::too_many_arguments)]
 fn arrows_avx2(
-    up: &[u32],
-    mid: &[u32],
-    down: &[u32],
-    terrain: &[u8],
-    (straight, diagonal, none): (u32, u32, u32),
+    rows: RowsAround<'_>,
+    prices: ArrowPrices,
     row: &mut [u8],
     arrows: impl Fn(__m256i, __m256i, __m256i, &Around<__m256i>) -> __m256i,
 ) {
     const WIDE: usize = 8;
     let w = row.len();
-    let (up, mid, down, terrain) = padded_rows(up, mid, down, terrain, w);
+    let (up, mid, down, terrain) = padded_rows(rows, w);
+    let (_, _, none) = prices;
     let load = |values: &[u32], at: usize| {
         let lanes: &[u32; WIDE] = values[at..at + WIDE].try_into().expect("8 values");
         // SAFETY: reads 8 u32 from an array of 8.
@@ -377,12 +374,7 @@ fn arrows_avx2(
         // SAFETY: writes 8 bytes into an array of 8.
         unsafe { _mm_storel_epi64(out.as_mut_ptr().cast(), eight) };
     }
-    short_row(
-        WIDE,
-        (up, mid, down, terrain),
-        (straight, diagonal, none),
-        row,
-    );
+    short_row(WIDE, rows, prices, row);
 }
 
 /// [`derive_row_exact_avx512`] eight cells at a time in AVX2, for CPUs without AVX-512: over an
@@ -390,124 +382,87 @@ fn arrows_avx2(
 /// the step, and a cell with none is a sink, so no offer is summed and no minimum taken. The
 /// same bytes as [`derive_row_avx2`] on such a field (the tests compare them).
 #[target_feature(enable = "avx2")]
-#[allow(clippy::too_many_arguments)]
-fn derive_row_exact_avx2(
-    up: &[u32],
-    mid: &[u32],
-    down: &[u32],
-    terrain: &[u8],
-    straight: u32,
-    diagonal: u32,
-    none: u32,
-    row: &mut [u8],
-) {
+fn derive_row_exact_avx2(rows: RowsAround<'_>, prices: ArrowPrices, row: &mut [u8]) {
+    let (straight, diagonal, none) = prices;
     let splat = |v: u32| _mm256_set1_epi32(v as i32);
     let (straight_v, diagonal_v, none_v) = (splat(straight), splat(diagonal), splat(none));
     // Unsigned `a >= b`, all ones or zero in each lane.
     let at_least = |a, b| _mm256_cmpeq_epi32(_mm256_max_epu32(a, b), a);
-    let prices = (straight, diagonal, none);
-    arrows_avx2(
-        up,
-        mid,
-        down,
-        terrain,
-        prices,
-        row,
-        |t, is_wall, here, a| {
-            // Bases below 2^15 (asserted beside `CostModel`): a 16-bit `madd` multiplies them by
-            // the terrain.
-            let (s, g) = (
-                _mm256_madd_epi16(t, straight_v),
-                _mm256_madd_epi16(t, diagonal_v),
-            );
-            let unreached = at_least(here, none_v);
-            // The values a neighbour holds if the step to it is the cheapest; none where this
-            // cell's value is below the step (no neighbour's can be).
-            let (here_s, here_g) = (_mm256_sub_epi32(here, s), _mm256_sub_epi32(here, g));
-            let fits_s = _mm256_andnot_si256(unreached, at_least(here, s));
-            let fits_g = _mm256_andnot_si256(unreached, at_least(here, g));
-            let straight_to = |v| _mm256_and_si256(fits_s, _mm256_cmpeq_epi32(v, here_s));
-            // A diagonal past a side without a value (a wall) is no way.
-            let diagonal_to = |v, a, b| {
-                let blocked = at_least(_mm256_max_epu32(a, b), none_v);
-                let to = _mm256_and_si256(fits_g, _mm256_cmpeq_epi32(v, here_g));
-                _mm256_andnot_si256(blocked, to)
-            };
-            let to = a.by_direction(straight_to, diagonal_to);
-            // The lowest direction wins; a reached cell with none is a sink.
-            let mut byte = splat(FLOW_GOAL as u32);
-            for d in (0..8).rev() {
-                byte = _mm256_blendv_epi8(byte, splat(d as u32), to[d]);
-            }
-            byte = _mm256_blendv_epi8(byte, splat(FLOW_UNREACHABLE as u32), unreached);
-            _mm256_blendv_epi8(byte, splat(FLOW_WALL as u32), is_wall)
-        },
-    );
+    arrows_avx2(rows, prices, row, |t, is_wall, here, a| {
+        // Bases below 2^15 (asserted beside `CostModel`): a 16-bit `madd` multiplies them by
+        // the terrain.
+        let (s, g) = (
+            _mm256_madd_epi16(t, straight_v),
+            _mm256_madd_epi16(t, diagonal_v),
+        );
+        let unreached = at_least(here, none_v);
+        // The values a neighbour holds if the step to it is the cheapest; none where this
+        // cell's value is below the step (no neighbour's can be).
+        let (here_s, here_g) = (_mm256_sub_epi32(here, s), _mm256_sub_epi32(here, g));
+        let fits_s = _mm256_andnot_si256(unreached, at_least(here, s));
+        let fits_g = _mm256_andnot_si256(unreached, at_least(here, g));
+        let straight_to = |v| _mm256_and_si256(fits_s, _mm256_cmpeq_epi32(v, here_s));
+        // A diagonal past a side without a value (a wall) is no way.
+        let diagonal_to = |v, a, b| {
+            let blocked = at_least(_mm256_max_epu32(a, b), none_v);
+            let to = _mm256_and_si256(fits_g, _mm256_cmpeq_epi32(v, here_g));
+            _mm256_andnot_si256(blocked, to)
+        };
+        let to = a.by_direction(straight_to, diagonal_to);
+        // The lowest direction wins; a reached cell with none is a sink.
+        let mut byte = splat(FLOW_GOAL as u32);
+        for d in (0..8).rev() {
+            byte = _mm256_blendv_epi8(byte, splat(d as u32), to[d]);
+        }
+        byte = _mm256_blendv_epi8(byte, splat(FLOW_UNREACHABLE as u32), unreached);
+        _mm256_blendv_epi8(byte, splat(FLOW_WALL as u32), is_wall)
+    });
 }
 
 /// [`derive_row`] eight cells at a time, written out in AVX2: the compiler vectorises the plain
 /// loop 32 cells wide (for the byte output) and spills registers, at about twice the time.
 /// The same bytes: the same offers, ties to the lowest direction, the same order of tests.
 #[target_feature(enable = "avx2")]
-#[allow(clippy::too_many_arguments)]
-fn derive_row_avx2(
-    up: &[u32],
-    mid: &[u32],
-    down: &[u32],
-    terrain: &[u8],
-    straight: u32,
-    diagonal: u32,
-    none: u32,
-    row: &mut [u8],
-) {
+fn derive_row_avx2(rows: RowsAround<'_>, prices: ArrowPrices, row: &mut [u8]) {
+    let (straight, diagonal, none) = prices;
     let all = _mm256_set1_epi32(-1); // UNREACHABLE in every lane
     let splat = |v: u32| _mm256_set1_epi32(v as i32);
     let (straight_v, diagonal_v) = (splat(straight), splat(diagonal));
     let none_v = splat(none);
-    let prices = (straight, diagonal, none);
-    arrows_avx2(
-        up,
-        mid,
-        down,
-        terrain,
-        prices,
-        row,
-        |t, is_wall, here, a| {
-            // Bases below 2^15 (asserted beside `CostModel`): a 16-bit `madd` multiplies them by
-            // the terrain, cheaper than the 32-bit `mullo`.
-            let (s, g) = (
-                _mm256_madd_epi16(t, straight_v),
-                _mm256_madd_epi16(t, diagonal_v),
-            );
-            let (room_s, room_g) = (_mm256_sub_epi32(all, s), _mm256_sub_epi32(all, g));
-            let plus_s = |v| _mm256_add_epi32(_mm256_min_epu32(v, room_s), s);
-            // A side without a value (from `none` on) turns the diagonal's offer into all ones.
-            let diag = |v, a, b| {
-                let side = _mm256_max_epu32(a, b);
-                let blocked = _mm256_cmpeq_epi32(_mm256_max_epu32(side, none_v), side);
-                _mm256_or_si256(_mm256_add_epi32(_mm256_min_epu32(v, room_g), g), blocked)
-            };
-            let offers = a.by_direction(plus_s, diag);
-            let best = offers[1..]
-                .iter()
-                .fold(offers[0], |m, &o| _mm256_min_epu32(m, o));
-            let mut byte = splat(7);
-            for d in (0..7).rev() {
-                let here_best = _mm256_cmpeq_epi32(offers[d], best);
-                byte = _mm256_blendv_epi8(byte, splat(d as u32), here_best);
-            }
-            // best > here (unsigned): max(best, here) is not here.
-            let sink =
-                _mm256_xor_si256(_mm256_cmpeq_epi32(_mm256_max_epu32(best, here), here), all);
-            byte = _mm256_blendv_epi8(byte, splat(FLOW_GOAL as u32), sink);
-            byte = _mm256_blendv_epi8(
-                byte,
-                splat(FLOW_UNREACHABLE as u32),
-                _mm256_cmpeq_epi32(_mm256_max_epu32(here, none_v), here),
-            );
-            _mm256_blendv_epi8(byte, splat(FLOW_WALL as u32), is_wall)
-        },
-    );
+    arrows_avx2(rows, prices, row, |t, is_wall, here, a| {
+        // Bases below 2^15 (asserted beside `CostModel`): a 16-bit `madd` multiplies them by
+        // the terrain, cheaper than the 32-bit `mullo`.
+        let (s, g) = (
+            _mm256_madd_epi16(t, straight_v),
+            _mm256_madd_epi16(t, diagonal_v),
+        );
+        let (room_s, room_g) = (_mm256_sub_epi32(all, s), _mm256_sub_epi32(all, g));
+        let plus_s = |v| _mm256_add_epi32(_mm256_min_epu32(v, room_s), s);
+        // A side without a value (from `none` on) turns the diagonal's offer into all ones.
+        let diag = |v, a, b| {
+            let side = _mm256_max_epu32(a, b);
+            let blocked = _mm256_cmpeq_epi32(_mm256_max_epu32(side, none_v), side);
+            _mm256_or_si256(_mm256_add_epi32(_mm256_min_epu32(v, room_g), g), blocked)
+        };
+        let offers = a.by_direction(plus_s, diag);
+        let best = offers[1..]
+            .iter()
+            .fold(offers[0], |m, &o| _mm256_min_epu32(m, o));
+        let mut byte = splat(7);
+        for d in (0..7).rev() {
+            let here_best = _mm256_cmpeq_epi32(offers[d], best);
+            byte = _mm256_blendv_epi8(byte, splat(d as u32), here_best);
+        }
+        // best > here (unsigned): max(best, here) is not here.
+        let sink = _mm256_xor_si256(_mm256_cmpeq_epi32(_mm256_max_epu32(best, here), here), all);
+        byte = _mm256_blendv_epi8(byte, splat(FLOW_GOAL as u32), sink);
+        byte = _mm256_blendv_epi8(
+            byte,
+            splat(FLOW_UNREACHABLE as u32),
+            _mm256_cmpeq_epi32(_mm256_max_epu32(here, none_v), here),
+        );
+        _mm256_blendv_epi8(byte, splat(FLOW_WALL as u32), is_wall)
+    });
 }
 
 /// [`derive_spans_with`] with the AVX-512 row kernel for the kind of field.
@@ -527,8 +482,8 @@ fn derive_spans_avx512(
         out,
         first,
         spans,
-        |u, m, d, t, s, g, n, r| derive_row_exact_avx512(u, m, d, t, s, g, n, r),
-        |u, m, d, t, s, g, n, r| derive_row_avx512(u, m, d, t, s, g, n, r),
+        |rows, prices, row| derive_row_exact_avx512(rows, prices, row),
+        |rows, prices, row| derive_row_avx512(rows, prices, row),
         |p| _mm_prefetch::<_MM_HINT_T0>(p.cast()),
     );
 }
@@ -544,14 +499,9 @@ fn arrow_blocks(w: usize, wide: usize) -> impl Iterator<Item = usize> {
 
 /// A row shorter than the vector kernels' blocks (`wide` cells), by the plain kernel.
 #[inline(always)]
-fn short_row(
-    wide: usize,
-    (up, mid, down, terrain): (&[u32], &[u32], &[u32], &[u8]),
-    (straight, diagonal, none): (u32, u32, u32),
-    row: &mut [u8],
-) {
+fn short_row(wide: usize, rows: RowsAround<'_>, prices: ArrowPrices, row: &mut [u8]) {
     if row.len() < wide {
-        derive_row(up, mid, down, terrain, straight, diagonal, none, row);
+        derive_row(rows, prices, row);
     }
 }
 
@@ -561,19 +511,16 @@ fn short_row(
 /// rooms).
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 #[inline]
-#[allow(clippy::too_many_arguments)]
 fn arrows_avx512(
-    up: &[u32],
-    mid: &[u32],
-    down: &[u32],
-    terrain: &[u8],
-    (straight, diagonal, none): (u32, u32, u32),
+    rows: RowsAround<'_>,
+    prices: ArrowPrices,
     row: &mut [u8],
     arrows: impl Fn(__m128i, __m512i, &Around<__m512i>) -> __m128i,
 ) {
     const WIDE: usize = 16;
     let w = row.len();
-    let (up, mid, down, terrain) = padded_rows(up, mid, down, terrain, w);
+    let (up, mid, down, terrain) = padded_rows(rows, w);
+    let (_, _, none) = prices;
     let load = |values: &[u32], at: usize| {
         let lanes: &[u32; WIDE] = values[at..at + WIDE].try_into().expect("16 values");
         // SAFETY: reads 16 u32 from an array of 16.
@@ -609,12 +556,7 @@ fn arrows_avx512(
         // SAFETY: writes 16 bytes into an array of 16.
         unsafe { _mm_storeu_si128(out.as_mut_ptr().cast(), byte) };
     }
-    short_row(
-        WIDE,
-        (up, mid, down, terrain),
-        (straight, diagonal, none),
-        row,
-    );
+    short_row(WIDE, rows, prices, row);
 }
 
 /// [`derive_row_avx512`] over an exact field: one whose every reached cell holds the least of
@@ -624,22 +566,12 @@ fn arrows_avx512(
 /// less the step, and a cell with none is a sink: no sum over the eight offers and no minimum
 /// of them. The same bytes as the general kernel on such a field (the tests compare them).
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-#[allow(clippy::too_many_arguments)]
-fn derive_row_exact_avx512(
-    up: &[u32],
-    mid: &[u32],
-    down: &[u32],
-    terrain: &[u8],
-    straight: u32,
-    diagonal: u32,
-    none: u32,
-    row: &mut [u8],
-) {
+fn derive_row_exact_avx512(rows: RowsAround<'_>, prices: ArrowPrices, row: &mut [u8]) {
+    let (straight, diagonal, none) = prices;
     let splat = |v: u32| _mm512_set1_epi32(v as i32);
     let (straight_v, diagonal_v, none_v) = (splat(straight), splat(diagonal), splat(none));
     let wall = _mm_set1_epi8(WALL as i8);
-    let prices = (straight, diagonal, none);
-    arrows_avx512(up, mid, down, terrain, prices, row, |tc, here, a| {
+    arrows_avx512(rows, prices, row, |tc, here, a| {
         let t = _mm512_cvtepu8_epi32(tc);
         let (s, g) = (
             _mm512_madd_epi16(t, straight_v),
@@ -674,23 +606,13 @@ fn derive_row_exact_avx512(
 /// [`derive_row_avx2`] sixteen cells at a time, with mask registers for the tests: the same
 /// bytes.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-#[allow(clippy::too_many_arguments)]
-fn derive_row_avx512(
-    up: &[u32],
-    mid: &[u32],
-    down: &[u32],
-    terrain: &[u8],
-    straight: u32,
-    diagonal: u32,
-    none: u32,
-    row: &mut [u8],
-) {
+fn derive_row_avx512(rows: RowsAround<'_>, prices: ArrowPrices, row: &mut [u8]) {
+    let (straight, diagonal, none) = prices;
     let all = _mm512_set1_epi32(-1); // UNREACHABLE in every lane
     let splat = |v: u32| _mm512_set1_epi32(v as i32);
     let (straight_v, diagonal_v, none_v) = (splat(straight), splat(diagonal), splat(none));
     let wall = _mm_set1_epi8(WALL as i8);
-    let prices = (straight, diagonal, none);
-    arrows_avx512(up, mid, down, terrain, prices, row, |tc, here, a| {
+    arrows_avx512(rows, prices, row, |tc, here, a| {
         let t = _mm512_cvtepu8_epi32(tc);
         let (s, g) = (
             _mm512_madd_epi16(t, straight_v),
