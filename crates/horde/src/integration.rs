@@ -32,7 +32,11 @@
 //! **chains** the same way: runs of corridor cells on plain ground, whose inner cells take the
 //! lesser of the two ends' values plus the straight steps from that end. The wave settles only
 //! the ends, and the inner cells never enter its buffer or footprint: the field's values and
-//! arrows there are written run by run at the end (see the `chains` submodule).
+//! arrows there are written run by run at the end (see the `chains` submodule). What is left to
+//! settle one by one (the rooms' entries, the chains' ends, the cells in neither) the wave
+//! reaches through a compact graph of them, whose few thousand values stay in cache; a seed
+//! inside a room offers the room's entries the octile price and joins the room's fill (see the
+//! `graph` submodule).
 //!
 //! The wave reads a cell's legal steps (the corner rule applied) from one byte per cell instead
 //! of the eight cells around it. The bytes are worked out when a wave first needs them and kept
@@ -52,6 +56,7 @@ use crate::cost::{CostField, CostModel, PLAIN, WALL, max_walkable};
 use crate::grid::{Grid, GridError, SizeMismatch};
 
 mod chains;
+mod graph;
 mod ranked;
 pub(crate) mod rooms;
 pub(crate) mod sweep;
@@ -258,7 +263,8 @@ pub struct WaveStats {
 /// span), and the map's rooms and corridors once worked out (rooms: a bit and a half per padded
 /// cell, 24 bytes per room entry, 128 KiB of crossing prices, see `rooms`; corridors: a bit and
 /// a half per padded cell, 9 bytes per corridor cell, 8 more per inner one, 20 per corridor
-/// end, see `chains`).
+/// end, see `chains`; the graph the wave crosses them by: a bit and a half per padded cell,
+/// 12 bytes per node and 24 per edge, see `graph`).
 #[derive(Debug, Default, Clone)]
 pub struct IntegrationBuilder {
     pub(crate) padded_width: usize,
@@ -315,6 +321,12 @@ pub struct IntegrationBuilder {
     /// its wave crosses rooms.
     one_shot: bool,
     rooms_ready: bool,
+    /// The rooms, chains and the cells between them as a compact graph (see `graph`), and
+    /// whether this build's wave runs over it.
+    graph: graph::Graph,
+    use_graph: bool,
+    /// Where the seeds inside rooms are gathered as the fill's sources.
+    seed_sources: Vec<(u32, (u32, u32, u32))>,
     /// The last build crossed the map's chains (see `chains`): their inner cells are written
     /// into the outputs from the chains, not from `dist`.
     chains_used: bool,
@@ -601,6 +613,7 @@ impl IntegrationBuilder {
         }
         self.built = false;
         self.chains_used = false;
+        self.use_graph = false;
         self.rooms.chains.forget_reached();
         self.prepare(costs, stride, version, grid, model);
         self.grid = Some(grid);
@@ -627,7 +640,12 @@ impl IntegrationBuilder {
                     self.rooms
                         .work_out(&self.costs, &self.moves, self.padded_width, self.height);
                 }
-                self.rooms.begin(&padded, self.padded_width)
+                let graph = self
+                    .graph
+                    .prepare(&self.rooms, &self.costs, &self.moves, pw);
+                let ready = self.rooms.begin(&padded, pw, graph);
+                self.use_graph = graph && !self.rooms.chains.any_left_out();
+                ready
             };
         if !self.no_sweep && !self.rooms_ready && self.sweep_begin(&padded, model) {
             // The sweeps write every cell.
@@ -687,7 +705,13 @@ impl IntegrationBuilder {
                 self.wave.walks = max_cells == usize::MAX && !skip;
                 self.wave.rooms = max_cells == usize::MAX && self.take_rooms();
             }
-            let mut outcome = self.run(budget).and_then(|done| {
+            let graph = self.wave.rooms && self.use_graph;
+            let run = if graph {
+                self.run_graph()
+            } else {
+                self.run(budget)
+            };
+            let mut outcome = run.and_then(|done| {
                 if done && self.wave.rooms {
                     self.fill_rooms()?;
                 }
@@ -702,7 +726,9 @@ impl IntegrationBuilder {
                 Ok(done) => {
                     self.wave.done = done;
                     let walked = self.wave.walked;
-                    if done && self.wave.walks && walked * WALKED_SHARE < self.wave.settled {
+                    // A wave over the crossing graph walks no corridors: no verdict on walks.
+                    let walking = self.wave.walks && !(graph && self.wave.rooms);
+                    if done && walking && walked * WALKED_SHARE < self.wave.settled {
                         self.walk_skip = sweep::RETRY_AFTER;
                         self.walk_skip_size = (self.padded_width, self.height);
                     }
@@ -938,6 +964,55 @@ impl IntegrationBuilder {
         self.wave.walks = walks;
         self.wave.table = table;
         self
+    }
+
+    /// The wave over the crossing graph (see `graph`) from this build's seeds: the nodes'
+    /// values written into the distances, the seeds inside rooms handed to the fill. An error
+    /// (a value past the range, or a seed the graph cannot take) sends the build to a wave
+    /// without rooms, which names the cell a plain wave names. O(nodes + edges).
+    fn run_graph(&mut self) -> Result<bool, IntegrationError> {
+        let pw = self.padded_width;
+        let prices = (self.model.straight(), self.model.diagonal());
+        let (straight, diagonal) = prices;
+        let graph = &mut self.graph;
+        graph.begin(prices);
+        self.seed_sources.clear();
+        let outside = |c: usize| IntegrationError::Overflow {
+            x: (c % pw - 1) as u32,
+            y: (c / pw - 1) as u32,
+            limit: UNREACHABLE - 1,
+        };
+        for &(v, c) in &self.wave.seeds {
+            if let Some(n) = graph.node_at(c as usize) {
+                graph.offer(n, v);
+                continue;
+            }
+            // Inside a room: the octile way to each of its entries, and a source of its fill.
+            let Some((room, doors)) = self.rooms.room_of(c, pw) else {
+                return Err(outside(c as usize));
+            };
+            let (x, y) = (c % pw as u32, c / pw as u32);
+            for (d, dx, dy) in doors {
+                let Some(n) = graph.node_at(d as usize) else {
+                    return Err(outside(c as usize));
+                };
+                let (ax, ay) = (dx.abs_diff(x), dy.abs_diff(y));
+                let (lo, hi) = (ax.min(ay), ax.max(ay));
+                let price = diagonal as u64 * lo as u64 + straight as u64 * (hi - lo) as u64;
+                graph.offer(n, (v as u64 + price).min(UNREACHABLE as u64 - 1) as u32);
+            }
+            self.seed_sources.push((room as u32, (x, y, v)));
+        }
+        self.rooms
+            .set_seed_sources(self.seed_sources.iter().copied());
+        match graph.run(self.wave.shift, self.wave.limit) {
+            Ok(settled) => {
+                graph.write(&mut self.dist, &mut self.touched);
+                self.wave.settled = settled;
+                Ok(true)
+            }
+            Err(n) => Err(outside(graph.cell(n))),
+        }
     }
 
     /// Give the rooms' cells their values from their entries once the wave is done.
@@ -2236,7 +2311,8 @@ mod tests {
                 let got = b.build(&cost, goals, model).unwrap();
                 assert_eq!(got, want, "goals {goals:?}");
                 // From the second build over the unchanged map on, the wave crosses rooms; a
-                // room holding a goal is left out, the others are filled.
+                // room holding a goal is filled from it and from its entries, as the others are
+                // from their entries.
                 assert_eq!(b.wave.rooms, k > 0, "goals {goals:?}");
                 let reachable = want.values().iter().filter(|&&v| v != UNREACHABLE).count();
                 assert_eq!(b.wave.settled, reachable);
@@ -2379,16 +2455,20 @@ mod tests {
 
     #[test]
     fn open_ground_and_time_slices_do_not_cross_rooms() {
-        // An open map is swept without looking for rooms; and it is one big rectangle: with the
-        // goal in it, nothing is left to cross (looked for with the sweeps off).
+        // An open map is swept without looking for rooms. With the sweeps off, it is one big
+        // rectangle, which a build over the map unchanged fills from the goal in closed form.
         let cost = open(100, 100);
+        let want = first_build(&cost, &[UVec2::new(50, 50)], CostModel::TenFourteen);
         for sweeps in [true, false] {
             let mut b = IntegrationBuilder::new();
             b.set_sweeps(sweeps);
             for _ in 0..3 {
-                b.build(&cost, &[UVec2::new(50, 50)], CostModel::TenFourteen)
+                let got = b
+                    .build(&cost, &[UVec2::new(50, 50)], CostModel::TenFourteen)
                     .unwrap();
-                assert!(!b.wave.rooms && !b.rooms_ready);
+                assert_eq!(got, want);
+                let crossed = !sweeps && b.rows_changed == 0;
+                assert_eq!((b.wave.rooms, b.rooms_ready), (crossed, crossed));
                 assert_eq!(b.rooms.valid, !sweeps && b.rows_changed == 0);
             }
         }
@@ -2515,11 +2595,12 @@ mod tests {
         use sweep::RETRY_AFTER;
         let m = CostModel::TenFourteen;
         // A 10 × 10 room in 200 × 200 of rock: the sweeps visit every row of every pass for
-        // 100 cells reached.
+        // 100 cells reached. Rough ground: a room of plain ground holding the goal would be
+        // filled from it in closed form, with neither sweeps nor wave.
         let mut cost = CostField::new(Grid::new(200, 200).unwrap());
         cost.fill_rect(UVec2::ZERO, UVec2::splat(199), WALL)
             .unwrap();
-        cost.fill_rect(UVec2::splat(90), UVec2::splat(99), 1)
+        cost.fill_rect(UVec2::splat(90), UVec2::splat(99), 2)
             .unwrap();
         let goal = [UVec2::new(95, 94)];
         let mut b = IntegrationBuilder::new();
@@ -2593,7 +2674,8 @@ mod tests {
         let mut cost = CostField::new(Grid::new(600, 600).unwrap());
         cost.fill_rect(UVec2::ZERO, UVec2::splat(599), WALL)
             .unwrap();
-        cost.fill_rect(UVec2::splat(290), UVec2::splat(299), 1)
+        // Rough ground, as above.
+        cost.fill_rect(UVec2::splat(290), UVec2::splat(299), 2)
             .unwrap();
         let goal = [UVec2::new(295, 294)];
         let mut wave = IntegrationBuilder::new();

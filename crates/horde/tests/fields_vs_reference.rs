@@ -662,3 +662,41 @@ proptest! {
         reused_builder_equals_the_reference(&two_dungeons(seed, 50, 7), sweeps, builds)?;
     }
 }
+
+#[cfg(feature = "dungeon")]
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+
+    /// One builder reused for seeded builds over a map of rooms or two dungeons: from the second
+    /// build on, one-shot waves run over the graph of rooms' entries, corridors' ends and the
+    /// cells between, seeds inside rooms handing their rooms to the fill as sources. Several
+    /// seeds anywhere, with values far apart (more than a lap of the wave's buckets): every
+    /// build equals the reference, and its arrows pass the flow checker.
+    #[test]
+    fn seeded_waves_over_rooms_and_corridors_equal_the_reference(
+        seed in any::<u64>(),
+        dungeon in any::<bool>(),
+        builds in proptest::collection::vec(
+            (proptest::collection::vec((any::<u64>(), 0u32..5000), 1..6), models()),
+            2..5,
+        ),
+    ) {
+        let cost = if dungeon { two_dungeons(seed, 50, 7) } else { rooms_map(seed, 3) };
+        let mut builder = IntegrationBuilder::new();
+        builder.set_sweeps(false);
+        let mut flow = FlowField::new(*cost.grid());
+        for (picks, model) in builds {
+            let cells = pick_walkable(&cost, &picks.iter().map(|p| p.0).collect::<Vec<_>>());
+            let seeds: Vec<(UVec2, u32)> = cells
+                .iter()
+                .zip(&picks)
+                .map(|(&c, p)| (c, p.1 * model.scale() / 10))
+                .collect();
+            let got = builder.build_seeded(&cost, &seeds, model).unwrap();
+            let want = reference_values(&common::reference_seeded(&cost, &seeds, model));
+            prop_assert_eq!(got.values(), &want[..]);
+            builder.flow_into(&mut flow).unwrap();
+            check_flow(&cost, got.values(), &flow, model);
+        }
+    }
+}

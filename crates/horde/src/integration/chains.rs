@@ -302,6 +302,21 @@ impl Chains {
         }
     }
 
+    /// Every chain's inner cells.
+    pub(crate) fn all_inner_cells(&self) -> impl Iterator<Item = u32> + '_ {
+        self.inner.iter().map(|&(c, _)| c)
+    }
+
+    /// The end of a chain at padded cell `c`, whichever chains this build left out. O(1).
+    pub(crate) fn end_raw(&self, c: usize) -> Option<&ChainEnd> {
+        Some(&self.ends[self.end_cells.rank_of(c)?])
+    }
+
+    /// Whether this build left a chain out (a seed lies inside it).
+    pub(crate) fn any_left_out(&self) -> bool {
+        !self.disabled_list.is_empty()
+    }
+
     /// The end of a chain in this build at padded cell `c`, if it is one. O(1).
     #[inline(always)]
     pub(crate) fn end_at(&self, c: usize) -> Option<&ChainEnd> {

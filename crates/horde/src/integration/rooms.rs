@@ -87,7 +87,8 @@ pub(crate) struct Rooms {
     entries: Vec<Entry>,
     /// The entries' cells, so that an entry is found by its cell in O(1) (`entry_at`).
     entry_cells: RankedCells,
-    /// Rooms left out of this build: a seed lies in them (the wave goes through their cells).
+    /// Rooms left out of this build: a seed lies in them (the wave goes through their cells);
+    /// only when the build does not cross the graph (see `begin`).
     disabled: Vec<bool>,
     disabled_list: Vec<u32>,
     /// Cells of rooms that are not entries (the fill gives them their values).
@@ -104,6 +105,8 @@ pub(crate) struct Rooms {
     table_prices: (u32, u32),
     /// The map's chains of corridor cells, worked out and kept with the rooms.
     pub(crate) chains: super::chains::Chains,
+    /// This build's seeds inside rooms (see `set_seed_sources`).
+    seed_sources: Vec<(u32, (u32, u32, u32))>,
 }
 
 /// `row[k] = min(row[k], v + offsets[k])`: the fill's kernel in plain code (and the reference
@@ -307,7 +310,10 @@ impl Rooms {
     /// Leave out of this build every room that holds one of the padded `seeds` (the wave goes
     /// through their cells as through any others), and say whether the rooms kept are worth
     /// crossing (see `MIN_SHARE`). O(seeds × (log rooms + rooms whose rows could hold it)).
-    pub(crate) fn begin(&mut self, seeds: &[(u32, u32)], pw: usize) -> bool {
+    ///
+    /// With `keep` (a wave over the crossing graph, see `graph`), rooms that hold seeds are kept
+    /// unless a chain was left out: the fill takes their seeds as sources.
+    pub(crate) fn begin(&mut self, seeds: &[(u32, u32)], pw: usize, keep: bool) -> bool {
         // Chains are crossed only by waves that cross rooms: on a maze, whose corridors are
         // short, the look-ups at their ends and the arrows cell by cell cost the wave more than
         // its walks (1.3-1.8 times as long, measured).
@@ -316,8 +322,9 @@ impl Rooms {
             self.disabled[r as usize] = false;
         }
         self.disabled_list.clear();
+        self.seed_sources.clear();
         let mut kept = self.interior;
-        for &(_, c) in seeds {
+        for &(_, c) in seeds.iter().filter(|_| !keep || self.chains.any_left_out()) {
             let (x, y) = (c % pw as u32, c / pw as u32);
             // Rooms come in the order of their top rows; one holding row `y` starts at most
             // `MAX_SIDE - 1` rows above it.
@@ -334,6 +341,54 @@ impl Rooms {
             }
         }
         kept > 0 && kept * MIN_SHARE >= self.walkable
+    }
+
+    /// Every room's padded rectangle `(x0, y0, x1, y1)`.
+    pub(crate) fn rects(&self) -> impl Iterator<Item = (u32, u32, u32, u32)> + '_ {
+        self.rooms.iter().map(|r| (r.x0, r.y0, r.x1, r.y1))
+    }
+
+    /// The entry at padded cell `c`, whichever rooms this build left out: its legal steps out
+    /// of its room, and its room's entries as `(cell, x, y)` (itself among them).
+    pub(crate) fn entry_steps(
+        &self,
+        c: usize,
+    ) -> Option<(u8, impl Iterator<Item = (u32, u32, u32)> + '_)> {
+        let e = &self.entries[self.entry_cells.rank_of(c)?];
+        let doors = &self.doors[e.first as usize..e.first as usize + e.count as usize];
+        Some((e.out, doors.iter().map(|d| (d.cell, d.x, d.y))))
+    }
+
+    /// The room whose rectangle holds padded cell `c`, and its entries as `(cell, x, y)`.
+    /// O(log rooms + rooms in a band of `MAX_SIDE` rows).
+    pub(crate) fn room_of(
+        &self,
+        c: u32,
+        pw: usize,
+    ) -> Option<(usize, impl Iterator<Item = (u32, u32, u32)> + '_)> {
+        let (x, y) = (c % pw as u32, c / pw as u32);
+        let from = self
+            .rooms
+            .partition_point(|r| r.y0 + (MAX_SIDE as u32 - 1) < y);
+        let to = self.rooms.partition_point(|r| r.y0 <= y);
+        let i = (from..to).find(|&i| {
+            let r = &self.rooms[i];
+            (r.x0..=r.x1).contains(&x) && (r.y0..=r.y1).contains(&y)
+        })?;
+        let r = &self.rooms[i];
+        let doors = &self.doors[r.first as usize..r.end as usize];
+        Some((i, doors.iter().map(|d| (d.cell, d.x, d.y))))
+    }
+
+    /// This build's seeds inside rooms, `(room, (x, y, value))` in the order of the rooms: the
+    /// fill takes them as sources beside the rooms' entries.
+    pub(crate) fn set_seed_sources(
+        &mut self,
+        sources: impl Iterator<Item = (u32, (u32, u32, u32))>,
+    ) {
+        self.seed_sources.clear();
+        self.seed_sources.extend(sources);
+        self.seed_sources.sort_unstable();
     }
 
     /// The entry at padded cell `c`, if `c` is one of a room in this build. O(1).
@@ -478,6 +533,7 @@ impl Rooms {
             sources,
         } = fill;
         let mut filled = 0;
+        let mut seeds = self.seed_sources.iter().peekable();
         for (i, r) in self.rooms.iter().enumerate() {
             if self.disabled[i] {
                 continue;
@@ -490,6 +546,10 @@ impl Rooms {
                     sources.push((d.x, d.y, v));
                     top = top.max(v);
                 }
+            }
+            while let Some(&(_, source)) = seeds.next_if(|&&(room, _)| room as usize <= i) {
+                sources.push(source);
+                top = top.max(source.2);
             }
             if sources.is_empty() {
                 continue;
