@@ -2357,6 +2357,27 @@ mod tests {
     }
 
     #[test]
+    fn rooms_amid_open_ground_are_crossed_without_the_graph() {
+        // A room of plain ground (100 × 100) beside as much rough ground, which holds no room:
+        // the rough cells would all be nodes of the graph, past its budget, so the wave crosses
+        // the room over the distances, as before the graph.
+        let mut cost = open(200, 100);
+        cost.fill_rect(UVec2::new(100, 0), UVec2::new(199, 99), 2)
+            .unwrap();
+        let goal = [UVec2::new(150, 50)];
+        for model in [CostModel::TenFourteen, CostModel::Octile] {
+            let want = first_build(&cost, &goal, model);
+            let mut b = IntegrationBuilder::new();
+            b.set_sweeps(false);
+            for _ in 0..2 {
+                assert_eq!(b.build(&cost, &goal, model).unwrap(), want);
+            }
+            assert!(b.wave.rooms && !b.use_graph);
+            assert!(b.graph.node_at(101 * 202 + 151).is_none());
+        }
+    }
+
+    #[test]
     fn a_room_with_a_corridor_along_its_top_is_found_whole() {
         // Rock, a room of 12 × 12 cells (x 5..=16, y 6..=17), and a corridor down from the top
         // edge that turns along the room's top row (y 5, x 5..=10), as the dungeon generator's

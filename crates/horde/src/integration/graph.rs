@@ -30,7 +30,9 @@ const MIN_BUCKETS: usize = 64;
 /// Memory: a bit and a half per padded cell (which cells are nodes); 12 bytes per node (its
 /// cell, where its edges start, its value); 24 bytes per edge (its node, its price in straight
 /// and diagonal steps, both again priced in the current model, and the queue's store, which
-/// holds an entry per edge and per seed's offer). While built, a byte per padded cell.
+/// holds an entry per edge); 16 bytes per seed's offer (an offer and its entry in the store), 4
+/// per bucket (at least 64, a lap past the dearest edge). At most `MAX_BYTES_PER_CELL` bytes
+/// per padded cell in all (counted before it is built). While built, a byte per padded cell.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Graph {
     /// The chains' layout the graph was built for (0: none; see `chains`).
@@ -64,6 +66,16 @@ pub(crate) struct Graph {
 /// No entry.
 const NIL: u32 = u32::MAX;
 
+/// Bytes a node and an edge take (see [`Graph`]).
+const NODE_BYTES: usize = 12;
+const EDGE_BYTES: usize = 24;
+
+/// The most the graph may take, in bytes per padded cell: about what the builder's own
+/// scratch takes already (6). A dungeon's graph takes a third of a byte, 8room_000's (rooms of
+/// 7 × 7 cells and their doors) 5.7; a graph of rooms amid open ground, where every open cell is
+/// a node, would take a hundred.
+const MAX_BYTES_PER_CELL: usize = 8;
+
 /// Marks of the padded cells while the graph is built.
 const ROOM_CELL: u8 = 1;
 const CHAIN_INNER: u8 = 2;
@@ -71,8 +83,8 @@ const CHAIN_INNER: u8 = 2;
 impl Graph {
     /// The graph of the rooms and chains `rooms` (worked out over padded `costs` and legal
     /// steps `moves`, width `pw`), built if it is not the one held. False when the layout has
-    /// none (a step of a node leads to a cell that is not one). O(cells) when built, O(1)
-    /// otherwise.
+    /// none: the graph would take more than `MAX_BYTES_PER_CELL` (counted first), or a step of
+    /// a node leads to a cell that is not one. O(cells) when built, O(1) otherwise.
     pub(crate) fn prepare(&mut self, rooms: &Rooms, costs: &[u8], moves: &[u8], pw: usize) -> bool {
         let layout = rooms.chains.layout;
         if self.layout != layout {
@@ -95,14 +107,34 @@ impl Graph {
         for c in rooms.chains.all_inner_cells() {
             marks[c as usize] = CHAIN_INNER;
         }
+        let is_node = |c: usize, t: u8, m: u8| match m {
+            0 => t != WALL,
+            ROOM_CELL => rooms.entry_steps(c).is_some(),
+            _ => false,
+        };
+        // A node's edges: its legal steps out of its room or chain, and its crossings.
+        let degree = |c: usize| match (rooms.entry_steps(c), rooms.chains.end_raw(c)) {
+            (Some((out, doors)), _) => (moves[c] & out).count_ones() as usize + doors.count() - 1,
+            (None, Some(end)) => (moves[c] & !end.into).count_ones() as usize + 1,
+            (None, None) => moves[c].count_ones() as usize,
+        };
+        // Counted before anything is reserved: a graph larger than the wave's own scratch
+        // (where rooms and chains leave much open ground between them) is not built, and such
+        // maps keep the wave over the distances.
+        let (mut nodes, mut edges) = (0usize, 0usize);
+        for (c, (&t, &m)) in costs.iter().zip(&marks).enumerate() {
+            if is_node(c, t, m) {
+                nodes += 1;
+                edges += degree(c);
+            }
+        }
+        if nodes * NODE_BYTES + edges * EDGE_BYTES > plen * MAX_BYTES_PER_CELL {
+            self.clear();
+            return false;
+        }
         self.cells.clear();
         for (c, (&t, &m)) in costs.iter().zip(&marks).enumerate() {
-            let node = match m {
-                0 => t != WALL,
-                ROOM_CELL => rooms.entry_steps(c).is_some(),
-                _ => false,
-            };
-            if node {
+            if is_node(c, t, m) {
                 self.cells.push(c as u32);
             }
         }
@@ -164,6 +196,14 @@ impl Graph {
         }
         self.first.push(self.to.len() as u32);
         true
+    }
+
+    /// Hold no graph (its memory given back).
+    fn clear(&mut self) {
+        *self = Graph {
+            layout: self.layout,
+            ..Graph::default()
+        };
     }
 
     /// The node at padded cell `c`, if it is one.
