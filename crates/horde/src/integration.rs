@@ -325,8 +325,6 @@ pub struct IntegrationBuilder {
     /// whether this build's wave runs over it.
     graph: graph::Graph,
     use_graph: bool,
-    /// Where the seeds inside rooms are gathered as the fill's sources.
-    seed_sources: Vec<(u32, (u32, u32, u32))>,
     /// The last build crossed the map's chains (see `chains`): their inner cells are written
     /// into the outputs from the chains, not from `dist`.
     chains_used: bool,
@@ -976,7 +974,6 @@ impl IntegrationBuilder {
         let (straight, diagonal) = prices;
         let graph = &mut self.graph;
         graph.begin(prices);
-        self.seed_sources.clear();
         let outside = |c: usize| IntegrationError::Overflow {
             x: (c % pw - 1) as u32,
             y: (c / pw - 1) as u32,
@@ -996,15 +993,12 @@ impl IntegrationBuilder {
                 let Some(n) = graph.node_at(d as usize) else {
                     return Err(outside(c as usize));
                 };
-                let (ax, ay) = (dx.abs_diff(x), dy.abs_diff(y));
-                let (lo, hi) = (ax.min(ay), ax.max(ay));
-                let price = diagonal as u64 * lo as u64 + straight as u64 * (hi - lo) as u64;
+                let (s, g) = rooms::octile_steps((dx, dy), (x, y));
+                let price = straight as u64 * s as u64 + diagonal as u64 * g as u64;
                 graph.offer(n, (v as u64 + price).min(UNREACHABLE as u64 - 1) as u32);
             }
-            self.seed_sources.push((room as u32, (x, y, v)));
+            self.rooms.add_seed_source(room, (x, y, v));
         }
-        self.rooms
-            .set_seed_sources(self.seed_sources.iter().copied());
         match graph.run(self.wave.shift, self.wave.limit) {
             Ok(settled) => {
                 graph.write(&mut self.dist, &mut self.touched);

@@ -18,7 +18,7 @@
 //! `chains`); the tests compare them with a wave through every cell.
 
 use super::ranked::RankedCells;
-use super::rooms::Rooms;
+use super::rooms::{Rooms, octile_steps};
 use super::{TOUCHED_BLOCK, UNREACHABLE};
 use crate::cost::WALL;
 
@@ -168,10 +168,9 @@ impl Graph {
                     let Some(n) = self.nodes.rank_of(d as usize) else {
                         return false;
                     };
-                    let (dx, dy) = (x.abs_diff(cx), y.abs_diff(cy));
-                    let (lo, hi) = (dx.min(dy), dx.max(dy));
+                    let (straight, diagonal) = octile_steps((x, y), (cx, cy));
                     self.to.push(n as u32);
-                    self.units.push(((hi - lo) as u16, lo as u16));
+                    self.units.push((straight as u16, diagonal as u16));
                 }
             } else if let Some(end) = rooms.chains.end_raw(c) {
                 steps &= !end.into;

@@ -118,6 +118,15 @@ pub(crate) fn min_plus(row: &mut [u32], offsets: &[u32], v: u32) {
     }
 }
 
+/// The octile way between padded cells `(ax, ay)` and `(bx, by)` of a room, as `(straight,
+/// diagonal)` steps: the cheapest way between two cells of a rectangle of plain ground.
+#[inline(always)]
+pub(crate) fn octile_steps((ax, ay): (u32, u32), (bx, by): (u32, u32)) -> (u32, u32) {
+    let (dx, dy) = (ax.abs_diff(bx), ay.abs_diff(by));
+    let (lo, hi) = (dx.min(dy), dx.max(dy));
+    (hi - lo, lo)
+}
+
 /// Where in [`Rooms::fill`]'s table the crossing prices from `source` `(x, y, value)` to the
 /// cells of padded row `y` from column `x0` on start: the table's row `|y − source y|`, from the
 /// column of `dx = x0 − source x`.
@@ -324,19 +333,14 @@ impl Rooms {
         self.disabled_list.clear();
         self.seed_sources.clear();
         let mut kept = self.interior;
-        for &(_, c) in seeds.iter().filter(|_| !keep || self.chains.any_left_out()) {
-            let (x, y) = (c % pw as u32, c / pw as u32);
-            // Rooms come in the order of their top rows; one holding row `y` starts at most
-            // `MAX_SIDE - 1` rows above it.
-            let from = self
-                .rooms
-                .partition_point(|r| r.y0 + (MAX_SIDE as u32 - 1) < y);
-            let to = self.rooms.partition_point(|r| r.y0 <= y);
-            for (i, r) in self.rooms.iter().enumerate().take(to).skip(from) {
-                if (r.x0..=r.x1).contains(&x) && (r.y0..=r.y1).contains(&y) && !self.disabled[i] {
+        if !keep || self.chains.any_left_out() {
+            for &(_, c) in seeds {
+                if let Some(i) = self.room_index(c, pw)
+                    && !self.disabled[i]
+                {
                     self.disabled[i] = true;
                     self.disabled_list.push(i as u32);
-                    kept -= r.interior();
+                    kept -= self.rooms[i].interior();
                 }
             }
         }
@@ -366,29 +370,35 @@ impl Rooms {
         c: u32,
         pw: usize,
     ) -> Option<(usize, impl Iterator<Item = (u32, u32, u32)> + '_)> {
-        let (x, y) = (c % pw as u32, c / pw as u32);
-        let from = self
-            .rooms
-            .partition_point(|r| r.y0 + (MAX_SIDE as u32 - 1) < y);
-        let to = self.rooms.partition_point(|r| r.y0 <= y);
-        let i = (from..to).find(|&i| {
-            let r = &self.rooms[i];
-            (r.x0..=r.x1).contains(&x) && (r.y0..=r.y1).contains(&y)
-        })?;
+        let i = self.room_index(c, pw)?;
         let r = &self.rooms[i];
         let doors = &self.doors[r.first as usize..r.end as usize];
         Some((i, doors.iter().map(|d| (d.cell, d.x, d.y))))
     }
 
-    /// This build's seeds inside rooms, `(room, (x, y, value))` in the order of the rooms: the
-    /// fill takes them as sources beside the rooms' entries.
-    pub(crate) fn set_seed_sources(
-        &mut self,
-        sources: impl Iterator<Item = (u32, (u32, u32, u32))>,
-    ) {
-        self.seed_sources.clear();
-        self.seed_sources.extend(sources);
-        self.seed_sources.sort_unstable();
+    /// The room whose rectangle holds padded cell `c` (rooms do not overlap).
+    fn room_index(&self, c: u32, pw: usize) -> Option<usize> {
+        let (x, y) = (c % pw as u32, c / pw as u32);
+        // Rooms come in the order of their top rows; one holding row `y` starts at most
+        // `MAX_SIDE - 1` rows above it.
+        let from = self
+            .rooms
+            .partition_point(|r| r.y0 + (MAX_SIDE as u32 - 1) < y);
+        let to = self.rooms.partition_point(|r| r.y0 <= y);
+        (from..to).find(|&i| {
+            let r = &self.rooms[i];
+            (r.x0..=r.x1).contains(&x) && (r.y0..=r.y1).contains(&y)
+        })
+    }
+
+    /// A seed inside room `room` at padded `(x, y)` with `value`: the fill takes it as a source
+    /// beside the room's entries (the seeds are kept in the order of their rooms; `begin`
+    /// forgets them). O(seeds).
+    pub(crate) fn add_seed_source(&mut self, room: usize, source: (u32, u32, u32)) {
+        let at = self
+            .seed_sources
+            .partition_point(|&(r, _)| r as usize <= room);
+        self.seed_sources.insert(at, (room as u32, source));
     }
 
     /// The entry at padded cell `c`, if `c` is one of a room in this build. O(1).
@@ -414,9 +424,8 @@ impl Rooms {
             .iter()
             .filter(move |d| d.cell as usize != c)
             .map(move |d| {
-                let (dx, dy) = (d.x.abs_diff(cx), d.y.abs_diff(cy));
-                let (lo, hi) = (dx.min(dy), dx.max(dy));
-                (d.cell as usize, diagonal * lo + straight * (hi - lo))
+                let (s, g) = octile_steps((d.x, d.y), (cx, cy));
+                (d.cell as usize, straight * s + diagonal * g)
             })
     }
 
