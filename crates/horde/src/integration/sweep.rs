@@ -68,6 +68,9 @@ pub(crate) struct SweepScratch {
     /// (0 top-down: the row above changed; 1 bottom-up: the row below changed): `words` words
     /// of bits per row.
     need: [Vec<u64>; 2],
+    /// Per pass direction, a bit per row whose needs may hold a mark (2 bits per row): the
+    /// passes go from one such row to the next instead of looking at every row's needs.
+    needy: [Vec<u64>; 2],
     words: usize,
     candidates: Vec<u32>,
     /// The chunks of columns next to cells the current row changed (`words` words).
@@ -261,6 +264,10 @@ impl IntegrationBuilder {
             dir.clear();
             dir.resize(rows * sc.words, 0);
         }
+        for dir in &mut sc.needy {
+            dir.clear();
+            dir.resize(rows.div_ceil(64), 0);
+        }
         sc.candidates.clear();
         sc.candidates.resize(pw, INF);
         sc.marks.clear();
@@ -334,28 +341,15 @@ impl IntegrationBuilder {
             }
         }
         loop {
-            while sc.cursor.k < h {
-                if sc.cursor.work >= stop_at {
-                    return SweepOutcome::Running;
-                }
-                let k = sc.cursor.k;
-                sc.cursor.k += 1;
-                // A row with no needs this pass has nothing to sweep: told here, before the
-                // call into the row's pass, which costs more than the look (on a map whose
-                // reached cells are few, most rows of the late rounds).
-                let y = if sc.cursor.dir == 1 { h - k } else { k + 1 };
-                let words = sc.words;
-                if sc.need[sc.cursor.dir][y * words..][..words]
-                    .iter()
-                    .all(|&w| w == 0)
-                {
-                    sc.cursor.work += 1;
-                    continue;
-                }
-                let rows = (&mut *dist, costs, &mut *touched);
-                let (changed, work) = sweep_row(rows, sc, pw, h, sc.cursor.dir == 1, k);
-                sc.cursor.changed += changed as usize;
-                sc.cursor.work += work;
+            if !sweep_pass(
+                sc.cpu,
+                (&mut *dist, costs, &mut *touched),
+                sc,
+                pw,
+                h,
+                stop_at,
+            ) {
+                return SweepOutcome::Running;
             }
             sc.cursor.k = 0;
             if sc.cursor.dir == 0 {
@@ -875,61 +869,179 @@ fn mark_span(marks: &mut [u64], span: Span) {
 /// Row `y` changed next to its marks: the rows above and below must look there. Clears the
 /// marks.
 fn spread(sc: &mut SweepScratch, y: usize, h: usize) {
-    let words = sc.words;
-    if y < h {
-        or_marks(&mut sc.need[0][(y + 1) * words..][..words], &sc.marks);
-    }
-    if y > 1 {
-        or_marks(&mut sc.need[1][(y - 1) * words..][..words], &sc.marks);
-    }
+    tell_neighbours(&mut sc.need, &mut sc.needy, sc.words, y, h, &sc.marks);
     sc.marks.fill(0);
 }
 
-/// Row `k` of a pass (top-down, or bottom-up): returns whether it changed, and the columns
-/// swept.
+/// The rows above and below row `y` must look at `marks` on their next pass (bottom-up for the
+/// row above, top-down for the row below).
 #[inline(always)]
-fn sweep_row(
+fn tell_neighbours(
+    need: &mut [Vec<u64>; 2],
+    needy: &mut [Vec<u64>; 2],
+    words: usize,
+    y: usize,
+    h: usize,
+    marks: &[u64],
+) {
+    if y < h {
+        or_marks(&mut need[0][(y + 1) * words..][..words], marks);
+        needy[0][(y + 1) / 64] |= 1 << ((y + 1) % 64);
+    }
+    if y > 1 {
+        or_marks(&mut need[1][(y - 1) * words..][..words], marks);
+        needy[1][(y - 1) / 64] |= 1 << ((y - 1) % 64);
+    }
+}
+
+/// The first bit set in `bits` at `from` or after.
+#[inline(always)]
+fn next_set(bits: &[u64], from: usize) -> Option<usize> {
+    let mut w = from / 64;
+    let mut word = *bits.get(w)? & (u64::MAX << (from % 64));
+    loop {
+        if word != 0 {
+            return Some(w * 64 + word.trailing_zeros() as usize);
+        }
+        w += 1;
+        word = *bits.get(w)?;
+    }
+}
+
+/// The last bit set in `bits` at `from` or before.
+#[inline(always)]
+fn last_set(bits: &[u64], from: usize) -> Option<usize> {
+    let mut w = from / 64;
+    let mut word = bits[w] & (u64::MAX >> (63 - from % 64));
+    loop {
+        if word != 0 {
+            return Some(w * 64 + 63 - word.leading_zeros() as usize);
+        }
+        w = w.checked_sub(1)?;
+        word = bits[w];
+    }
+}
+
+/// The rest of the current pass, in the vector kernels the CPU has: see [`sweep_rows`].
+#[inline]
+fn sweep_pass(
+    cpu: Cpu,
+    rows: (&mut [u32], &[u8], &mut [u64]),
+    sc: &mut SweepScratch,
+    pw: usize,
+    h: usize,
+    stop_at: u64,
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let Some(avx512) = cpu.avx512 {
+            return avx512.sweep_rows(rows, sc, pw, h, stop_at);
+        }
+        if let Some(avx2) = cpu.avx2 {
+            return avx2.sweep_rows(rows, sc, pw, h, stop_at);
+        }
+    }
+    let _ = cpu;
+    sweep_rows(rows, sc, pw, h, stop_at, plain_row_pass)
+}
+
+/// A row and the row before it, and their terrain: `(cur, prev, terrain, prev_terrain)`.
+pub(crate) type Rows<'a> = (&'a mut [u32], &'a [u32], &'a [u8], &'a [u8]);
+
+/// What a row pass takes: the rows, the build's prices and table of straight steps, a row of
+/// scratch (the plain kernel's candidates), the marks, and columns `lo..=hi`.
+pub(crate) type RowPassArgs<'a> = (
+    Rows<'a>,
+    Prices,
+    &'a [u32; 256],
+    &'a mut [u32],
+    &'a mut [u64],
+    usize,
+    usize,
+);
+
+/// The plain row pass: the candidates from the row before, then the scans along the row.
+#[inline(always)]
+fn plain_row_pass(
+    ((cur, prev, terrain, prev_terrain), prices, table, cand, marks, lo, hi): RowPassArgs,
+) -> Span {
+    candidates(prev, terrain, prev_terrain, prices, cand, lo, hi);
+    let span = settle(cur, terrain, table, cand, lo, hi);
+    mark_span(marks, span);
+    span
+}
+
+/// The rest of the current pass (`sc.cursor`), row by row, until its last row (true) or until
+/// `stop_at` columns of work (false). The loop is compiled once per kernel, inside the kernel's
+/// own target features, and goes from one row with needs to the next (`needy`): on caves, where
+/// a pass sweeps many short runs, a dispatch and a look per row were a visible part of a build
+/// (the figures are in `docs/benchmarks.md`).
+#[inline(always)]
+pub(crate) fn sweep_rows(
     (dist, costs, touched): (&mut [u32], &[u8], &mut [u64]),
     sc: &mut SweepScratch,
     pw: usize,
     h: usize,
-    upward: bool,
-    k: usize,
-) -> (bool, u64) {
-    let dir = upward as usize;
-    let y = if upward { h - k } else { k + 1 };
-    let pred = if upward { y + 1 } else { y - 1 };
-    let r = y * pw;
-    let p = pred * pw;
-    let mut changed = false;
-    let mut work = 1;
+    stop_at: u64,
+    mut row_pass: impl FnMut(RowPassArgs) -> Span,
+) -> bool {
     let words = sc.words;
     let table: &[u32; 256] = sc.straight_table[..]
         .try_into()
         .expect("a price per terrain value");
-    while let Some((lo, hi)) = take_run(&mut sc.need[dir][y * words..][..words], pw) {
-        let (cur, prev) = rows_mut(dist, y, pred, pw);
-        let span = row_pass(
-            sc.cpu,
-            cur,
-            prev,
-            &costs[r..r + pw],
-            &costs[p..p + pw],
-            sc.prices,
-            table,
-            &mut sc.candidates,
-            &mut sc.marks,
-            lo,
-            hi,
-        );
-        work += (hi + 1 - lo) as u64;
-        touch_span(touched, r, span);
-        changed |= span.lo <= span.hi;
+    let prices = sc.prices;
+    let upward = sc.cursor.dir == 1;
+    let need = &mut sc.need;
+    let needy = &mut sc.needy;
+    let marks = &mut sc.marks[..];
+    let cand = &mut sc.candidates[..];
+    let cursor = &mut sc.cursor;
+    while cursor.k < h {
+        if cursor.work >= stop_at {
+            return false;
+        }
+        // The next row of the pass with needs. Every row passed over counts one column of
+        // work, as a look at it did, and a slice's budget may end among them.
+        let from = if upward { h - cursor.k } else { cursor.k + 1 };
+        let next = if upward {
+            last_set(&needy[1], from).filter(|&y| y >= 1)
+        } else {
+            next_set(&needy[0], from).filter(|&y| y <= h)
+        };
+        let next_k = next.map_or(h, |y| if upward { h - y } else { y - 1 });
+        let skip = (next_k - cursor.k) as u64;
+        let room = stop_at - cursor.work;
+        if skip > room || (skip == room && next.is_some()) {
+            cursor.k += room as usize;
+            cursor.work += room;
+            return false;
+        }
+        let Some(y) = next else {
+            cursor.k = h;
+            cursor.work += skip;
+            break;
+        };
+        cursor.k = next_k + 1;
+        cursor.work += skip + 1;
+        needy[upward as usize][y / 64] &= !(1 << (y % 64));
+        let pred = if upward { y + 1 } else { y - 1 };
+        let (r, p) = (y * pw, pred * pw);
+        let mut changed = false;
+        while let Some((lo, hi)) = take_run(&mut need[upward as usize][y * words..][..words], pw) {
+            let (cur, prev) = rows_mut(dist, y, pred, pw);
+            let rows = (cur, prev, &costs[r..r + pw], &costs[p..p + pw]);
+            let span = row_pass((rows, prices, table, &mut *cand, &mut *marks, lo, hi));
+            cursor.work += (hi + 1 - lo) as u64;
+            touch_span(touched, r, span);
+            changed |= span.lo <= span.hi;
+        }
+        if changed {
+            cursor.changed += 1;
+            tell_neighbours(need, needy, words, y, h, marks);
+            marks.fill(0);
+        }
     }
-    if changed {
-        spread(sc, y, h);
-    }
-    (changed, work)
+    true
 }
 
 /// The row `y` mutably and the row `pred` (y ± 1) shared.
@@ -946,6 +1058,7 @@ fn rows_mut(dist: &mut [u32], y: usize, pred: usize, pw: usize) -> (&mut [u32], 
 /// One row over columns `lo..=hi`: the three neighbours in the row before, then the scans along
 /// the row from the cells that improved. Returns the columns that changed, and marks the chunks
 /// next to them in `marks` ([`mark_cells`]).
+#[cfg(feature = "parallel")]
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn row_pass(
@@ -972,10 +1085,8 @@ fn row_pass(
             return avx2.row_pass(rows, prices, table, marks, lo, hi);
         }
     }
-    candidates(prev, terrain, prev_terrain, prices, cand, lo, hi);
-    let span = settle(cur, terrain, table, cand, lo, hi);
-    mark_span(marks, span);
-    span
+    let rows = (cur, prev, terrain, prev_terrain);
+    plain_row_pass((rows, prices, table, cand, marks, lo, hi))
 }
 
 /// The rightward part of a vector row pass after its blocks: cells `x..=hi` one by one from
@@ -1292,16 +1403,7 @@ mod tests {
 
     /// A vector row pass, as the builder calls it.
     #[cfg(target_arch = "x86_64")]
-    type VectorRowPass = Box<
-        dyn Fn(
-            crate::simd::x86_64::sweep::Rows,
-            Prices,
-            &[u32; 256],
-            &mut [u64],
-            usize,
-            usize,
-        ) -> Span,
-    >;
+    type VectorRowPass = Box<dyn Fn(Rows, Prices, &[u32; 256], &mut [u64], usize, usize) -> Span>;
 
     /// The vector row passes this CPU can run, by name.
     #[cfg(target_arch = "x86_64")]

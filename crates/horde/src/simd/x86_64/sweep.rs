@@ -4,18 +4,33 @@
 use std::arch::x86_64::*;
 
 use crate::cost::{CostModel, WALL};
+#[cfg(any(feature = "parallel", test))]
+use crate::integration::sweep::Rows;
 use crate::integration::sweep::{
-    EMPTY, INF, Prices, Span, SweepOutcome, finish_lanes, for_marked, last_block, leftwards_tail,
-    mark_cells, rightwards_tail,
+    EMPTY, INF, Prices, RowPassArgs, Span, SweepOutcome, SweepScratch, finish_lanes, for_marked,
+    last_block, leftwards_tail, mark_cells, rightwards_tail, sweep_rows,
 };
 use crate::integration::{TOUCHED_BLOCK, UNREACHABLE};
 use crate::simd::{Avx2, Avx512};
 
-/// A row and the row before it, and their terrain: `(cur, prev, terrain, prev_terrain)`.
-pub(crate) type Rows<'a> = (&'a mut [u32], &'a [u32], &'a [u8], &'a [u8]);
-
 impl Avx2 {
-    /// The row pass over columns `lo..=hi`, eight cells at a time ([`row_pass_avx2`]).
+    /// The rest of a pass of the sweeps ([`sweep_rows`]) with [`row_pass_avx2`].
+    #[inline]
+    pub(crate) fn sweep_rows(
+        self,
+        rows: (&mut [u32], &[u8], &mut [u64]),
+        sc: &mut SweepScratch,
+        pw: usize,
+        h: usize,
+        stop_at: u64,
+    ) -> bool {
+        // SAFETY: an `Avx2` exists only where the CPU has AVX2, the kernel's only requirement.
+        unsafe { sweep_rows_avx2(rows, sc, pw, h, stop_at) }
+    }
+
+    /// The row pass over columns `lo..=hi`, eight cells at a time ([`row_pass_avx2`]): the
+    /// parallel bands' (a pass of one thread runs [`sweep_rows`]).
+    #[cfg(any(feature = "parallel", test))]
     #[inline]
     pub(crate) fn row_pass(
         self,
@@ -66,7 +81,24 @@ impl Avx2 {
 }
 
 impl Avx512 {
-    /// The row pass over columns `lo..=hi`, sixteen cells at a time ([`row_pass_avx512`]).
+    /// The rest of a pass of the sweeps ([`sweep_rows`]) with [`row_pass_avx512`].
+    #[inline]
+    pub(crate) fn sweep_rows(
+        self,
+        rows: (&mut [u32], &[u8], &mut [u64]),
+        sc: &mut SweepScratch,
+        pw: usize,
+        h: usize,
+        stop_at: u64,
+    ) -> bool {
+        // SAFETY: an `Avx512` exists only where the CPU has AVX-512 F, BW and VL, the kernel's
+        // only requirement.
+        unsafe { sweep_rows_avx512(rows, sc, pw, h, stop_at) }
+    }
+
+    /// The row pass over columns `lo..=hi`, sixteen cells at a time ([`row_pass_avx512`]): the
+    /// parallel bands' (a pass of one thread runs [`sweep_rows`]).
+    #[cfg(any(feature = "parallel", test))]
     #[inline]
     pub(crate) fn row_pass(
         self,
@@ -470,6 +502,58 @@ fn row_pass_avx2(
     }
     let c = _mm256_cvtsi256_si32(carry) as u32;
     leftwards_tail(cur, terrain, table, marks, x, first, c, right)
+}
+
+/// [`sweep_rows`] compiled for AVX2, its rows passed by [`row_pass_avx2`].
+#[target_feature(enable = "avx2")]
+fn sweep_rows_avx2(
+    rows: (&mut [u32], &[u8], &mut [u64]),
+    sc: &mut SweepScratch,
+    pw: usize,
+    h: usize,
+    stop_at: u64,
+) -> bool {
+    let pass =
+        |((cur, prev, terrain, prev_terrain), prices, table, _, marks, lo, hi): RowPassArgs| {
+            row_pass_avx2(
+                cur,
+                prev,
+                terrain,
+                prev_terrain,
+                prices,
+                table,
+                marks,
+                lo,
+                hi,
+            )
+        };
+    sweep_rows(rows, sc, pw, h, stop_at, pass)
+}
+
+/// [`sweep_rows`] compiled for AVX-512, its rows passed by [`row_pass_avx512`].
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+fn sweep_rows_avx512(
+    rows: (&mut [u32], &[u8], &mut [u64]),
+    sc: &mut SweepScratch,
+    pw: usize,
+    h: usize,
+    stop_at: u64,
+) -> bool {
+    let pass =
+        |((cur, prev, terrain, prev_terrain), prices, table, _, marks, lo, hi): RowPassArgs| {
+            row_pass_avx512(
+                cur,
+                prev,
+                terrain,
+                prev_terrain,
+                prices,
+                table,
+                marks,
+                lo,
+                hi,
+            )
+        };
+    sweep_rows(rows, sc, pw, h, stop_at, pass)
 }
 
 /// [`row_pass_avx2`] sixteen cells at a time, for CPUs with AVX-512 (F, BW and VL): the same
