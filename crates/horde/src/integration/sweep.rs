@@ -926,7 +926,7 @@ fn last_set(bits: &[u64], from: usize) -> Option<usize> {
 #[inline]
 fn sweep_pass(
     cpu: Cpu,
-    rows: (&mut [u32], &[u8], &mut [u64]),
+    rows: SweptMap,
     sc: &mut SweepScratch,
     pw: usize,
     h: usize,
@@ -944,6 +944,10 @@ fn sweep_pass(
     let _ = cpu;
     sweep_rows(rows, sc, pw, h, stop_at, plain_row_pass)
 }
+
+/// What a pass of the sweeps works over: the padded distances, the padded costs and the
+/// footprint's blocks.
+pub(crate) type SweptMap<'a> = (&'a mut [u32], &'a [u8], &'a mut [u64]);
 
 /// A row and the row before it, and their terrain: `(cur, prev, terrain, prev_terrain)`.
 pub(crate) type Rows<'a> = (&'a mut [u32], &'a [u32], &'a [u8], &'a [u8]);
@@ -978,7 +982,7 @@ fn plain_row_pass(
 /// (the figures are in `docs/benchmarks.md`).
 #[inline(always)]
 pub(crate) fn sweep_rows(
-    (dist, costs, touched): (&mut [u32], &[u8], &mut [u64]),
+    (dist, costs, touched): SweptMap,
     sc: &mut SweepScratch,
     pw: usize,
     h: usize,

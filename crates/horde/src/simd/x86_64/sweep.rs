@@ -7,8 +7,8 @@ use crate::cost::{CostModel, WALL};
 #[cfg(any(feature = "parallel", test))]
 use crate::integration::sweep::Rows;
 use crate::integration::sweep::{
-    EMPTY, INF, Prices, RowPassArgs, Span, SweepOutcome, SweepScratch, finish_lanes, for_marked,
-    last_block, leftwards_tail, mark_cells, rightwards_tail, sweep_rows,
+    EMPTY, INF, Prices, RowPassArgs, Span, SweepOutcome, SweepScratch, SweptMap, finish_lanes,
+    for_marked, last_block, leftwards_tail, mark_cells, rightwards_tail, sweep_rows,
 };
 use crate::integration::{TOUCHED_BLOCK, UNREACHABLE};
 use crate::simd::{Avx2, Avx512};
@@ -18,7 +18,7 @@ impl Avx2 {
     #[inline]
     pub(crate) fn sweep_rows(
         self,
-        rows: (&mut [u32], &[u8], &mut [u64]),
+        rows: SweptMap,
         sc: &mut SweepScratch,
         pw: usize,
         h: usize,
@@ -85,7 +85,7 @@ impl Avx512 {
     #[inline]
     pub(crate) fn sweep_rows(
         self,
-        rows: (&mut [u32], &[u8], &mut [u64]),
+        rows: SweptMap,
         sc: &mut SweepScratch,
         pw: usize,
         h: usize,
@@ -504,57 +504,32 @@ fn row_pass_avx2(
     leftwards_tail(cur, terrain, table, marks, x, first, c, right)
 }
 
-/// [`sweep_rows`] compiled for AVX2, its rows passed by [`row_pass_avx2`].
-#[target_feature(enable = "avx2")]
-fn sweep_rows_avx2(
-    rows: (&mut [u32], &[u8], &mut [u64]),
-    sc: &mut SweepScratch,
-    pw: usize,
-    h: usize,
-    stop_at: u64,
-) -> bool {
-    let pass =
-        |((cur, prev, terrain, prev_terrain), prices, table, _, marks, lo, hi): RowPassArgs| {
-            row_pass_avx2(
-                cur,
-                prev,
-                terrain,
-                prev_terrain,
-                prices,
-                table,
-                marks,
-                lo,
-                hi,
-            )
-        };
-    sweep_rows(rows, sc, pw, h, stop_at, pass)
+/// [`sweep_rows`] compiled with a kernel's target features, its rows passed by that kernel.
+macro_rules! sweep_rows_with {
+    ($(#[$doc:meta])* $name:ident, $features:literal, $kernel:ident) => {
+        $(#[$doc])*
+        #[target_feature(enable = $features)]
+        fn $name(rows: SweptMap, sc: &mut SweepScratch, pw: usize, h: usize, stop_at: u64) -> bool {
+            let pass = |((cur, prev, t, pt), prices, table, _, marks, lo, hi): RowPassArgs| {
+                $kernel(cur, prev, t, pt, prices, table, marks, lo, hi)
+            };
+            sweep_rows(rows, sc, pw, h, stop_at, pass)
+        }
+    };
 }
 
-/// [`sweep_rows`] compiled for AVX-512, its rows passed by [`row_pass_avx512`].
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-fn sweep_rows_avx512(
-    rows: (&mut [u32], &[u8], &mut [u64]),
-    sc: &mut SweepScratch,
-    pw: usize,
-    h: usize,
-    stop_at: u64,
-) -> bool {
-    let pass =
-        |((cur, prev, terrain, prev_terrain), prices, table, _, marks, lo, hi): RowPassArgs| {
-            row_pass_avx512(
-                cur,
-                prev,
-                terrain,
-                prev_terrain,
-                prices,
-                table,
-                marks,
-                lo,
-                hi,
-            )
-        };
-    sweep_rows(rows, sc, pw, h, stop_at, pass)
-}
+sweep_rows_with!(
+    /// [`sweep_rows`] compiled for AVX2, its rows passed by [`row_pass_avx2`].
+    sweep_rows_avx2,
+    "avx2",
+    row_pass_avx2
+);
+sweep_rows_with!(
+    /// [`sweep_rows`] compiled for AVX-512, its rows passed by [`row_pass_avx512`].
+    sweep_rows_avx512,
+    "avx512f,avx512bw,avx512vl",
+    row_pass_avx512
+);
 
 /// [`row_pass_avx2`] sixteen cells at a time, for CPUs with AVX-512 (F, BW and VL): the same
 /// steps, with mask registers for the corner rule and the walls, and lane rotations across
