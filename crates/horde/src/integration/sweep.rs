@@ -168,6 +168,12 @@ impl SweepScratch {
             .expect("a price per terrain value")
     }
 
+    /// Set the work after which the sweeps under way hand the map to the wave.
+    #[cfg(test)]
+    pub(crate) fn set_budget(&mut self, columns: u64) {
+        self.cursor.budget = columns;
+    }
+
     /// A build of this size was handed to the wave lately.
     #[cfg(test)]
     pub(crate) fn handed_over_lately(&self) -> bool {
