@@ -793,6 +793,7 @@ fn sweep_band(
 }
 
 /// `need |= marks`.
+#[cfg(feature = "parallel")]
 #[inline]
 fn or_marks(need: &mut [u64], marks: &[u64]) {
     for (n, &m) in need.iter_mut().zip(marks) {
@@ -875,12 +876,12 @@ fn mark_span(marks: &mut [u64], span: Span) {
 /// Row `y` changed next to its marks: the rows above and below must look there. Clears the
 /// marks.
 fn spread(sc: &mut SweepScratch, y: usize, h: usize) {
-    tell_neighbours(&mut sc.need, &mut sc.needy, sc.words, y, h, &sc.marks);
-    sc.marks.fill(0);
+    tell_neighbours(&mut sc.need, &mut sc.needy, sc.words, y, h, &mut sc.marks);
 }
 
 /// The rows above and below row `y` must look at `marks` on their next pass (bottom-up for the
-/// row above, top-down for the row below).
+/// row above, top-down for the row below). Clears the marks, in the same loop (a `fill` of a
+/// row's one or two words was a call to `memset` per row changed).
 #[inline(always)]
 fn tell_neighbours(
     need: &mut [Vec<u64>; 2],
@@ -888,14 +889,21 @@ fn tell_neighbours(
     words: usize,
     y: usize,
     h: usize,
-    marks: &[u64],
+    marks: &mut [u64],
 ) {
+    // The padded rows 0 and h + 1 have needs too, which no pass reads.
+    let [down, up] = need;
+    let below = &mut down[(y + 1) * words..][..words];
+    let above = &mut up[(y - 1) * words..][..words];
+    for ((b, a), m) in below.iter_mut().zip(above.iter_mut()).zip(marks.iter_mut()) {
+        *b |= *m;
+        *a |= *m;
+        *m = 0;
+    }
     if y < h {
-        or_marks(&mut need[0][(y + 1) * words..][..words], marks);
         needy[0][(y + 1) / 64] |= 1 << ((y + 1) % 64);
     }
     if y > 1 {
-        or_marks(&mut need[1][(y - 1) * words..][..words], marks);
         needy[1][(y - 1) / 64] |= 1 << ((y - 1) % 64);
     }
 }
@@ -1048,7 +1056,6 @@ pub(crate) fn sweep_rows(
         if changed {
             cursor.changed += 1;
             tell_neighbours(need, needy, words, y, h, marks);
-            marks.fill(0);
         }
     }
     true

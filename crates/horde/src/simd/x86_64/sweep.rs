@@ -4,12 +4,12 @@
 use std::arch::x86_64::*;
 
 use crate::cost::{CostModel, WALL};
-#[cfg(any(feature = "parallel", test))]
-use crate::integration::sweep::Rows;
 use crate::integration::sweep::{
-    EMPTY, INF, Prices, RowPassArgs, Span, SweepOutcome, SweepScratch, SweptMap, finish_lanes,
+    EMPTY, INF, Prices, RowPassArgs, SweepOutcome, SweepScratch, SweptMap, finish_lanes,
     for_marked, last_block, leftwards_tail, mark_cells, rightwards_tail, sweep_rows,
 };
+#[cfg(any(feature = "parallel", test))]
+use crate::integration::sweep::{Rows, Span};
 use crate::integration::{TOUCHED_BLOCK, UNREACHABLE};
 use crate::simd::{Avx2, Avx512};
 
@@ -346,6 +346,162 @@ impl Tally8 {
     }
 }
 
+/// The body of [`row_pass_avx2`], written out where it is used: in that function (the parallel
+/// bands' and the tests') and in the closure of [`sweep_rows_avx2`], which inherits that
+/// function's target features, so that the row pass is compiled into the pass loop. The
+/// compiler would not inline the function there, and a call per row pass (nine arguments,
+/// some on the stack, and the kernel's set-up) is felt on caves, where a pass sweeps hundreds
+/// of short rows (the figures are in `docs/benchmarks.md`).
+macro_rules! row_pass_avx2_body {
+    ($cur:expr, $prev:expr, $terrain:expr, $prev_terrain:expr, $prices:expr, $table:expr,
+     $marks:expr, $lo:expr, $hi:expr) => {{
+        let cur: &mut [u32] = $cur;
+        let prev: &[u32] = $prev;
+        let terrain: &[u8] = $terrain;
+        let prev_terrain: &[u8] = $prev_terrain;
+        let prices: Prices = $prices;
+        let table: &[u32; 256] = $table;
+        let marks: &mut [u64] = $marks;
+        let lo: usize = $lo;
+        let hi: usize = $hi;
+        let wall = _mm_set1_epi8(WALL as i8);
+        let inf = _mm256_set1_epi32(INF as i32);
+        // Bases below 2^15 (asserted beside `CostModel`) in the low half of each lane: one `madd`
+        // multiplies them by the terrain (a 16-bit multiply, cheaper than the 32-bit `mullo`).
+        let straight = _mm256_set1_epi32(prices.straight as i32);
+        let diagonal = _mm256_set1_epi32(prices.diagonal as i32);
+        let from_left = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6);
+        let last_lane = _mm256_set1_epi32(7);
+        let (mut first, mut last) = (usize::MAX, 0usize);
+        let mut x = lo;
+        // The value of the cell before the block, in every lane.
+        let mut carry = _mm256_set1_epi32(cur[lo - 1] as i32);
+        loop {
+            if x + CELLS_PER_BLOCK > hi + 1 {
+                // Fewer cells left than a block: one more block ending at `hi`, over cells done
+                // too (see `row_pass_avx512`).
+                if x > hi || hi + 1 < lo + CELLS_PER_BLOCK {
+                    break;
+                }
+                x = hi + 1 - CELLS_PER_BLOCK;
+                carry = _mm256_set1_epi32(cur[x - 1] as i32);
+            }
+            let above: &[u32; CELLS_PER_BLOCK + 2] = prev[x - 1..x + CELLS_PER_BLOCK + 1]
+                .try_into()
+                .expect("10 cells");
+            let here: &[u8; CELLS_PER_BLOCK + 2] = terrain[x - 1..x + CELLS_PER_BLOCK + 1]
+                .try_into()
+                .expect("10 cells");
+            let up: &[u8; CELLS_PER_BLOCK] = prev_terrain[x..x + CELLS_PER_BLOCK]
+                .try_into()
+                .expect("8 cells");
+            let row: &mut [u32; CELLS_PER_BLOCK] = (&mut cur[x..x + CELLS_PER_BLOCK])
+                .try_into()
+                .expect("8 cells");
+            // SAFETY: every load reads 8 u32 or 8 bytes within the arrays just cut to size, the
+            // store writes 8 u32 into `row`, which holds 8.
+            let changed = unsafe {
+                let pl = _mm256_loadu_si256(above.as_ptr().cast());
+                let pc = _mm256_loadu_si256(above.as_ptr().add(1).cast());
+                let pr = _mm256_loadu_si256(above.as_ptr().add(2).cast());
+                let tl = _mm_loadl_epi64(here.as_ptr().cast());
+                let tc = _mm_loadl_epi64(here.as_ptr().add(1).cast());
+                let tr = _mm_loadl_epi64(here.as_ptr().add(2).cast());
+                let tu = _mm_loadl_epi64(up.as_ptr().cast());
+                let up_wall = _mm_cmpeq_epi8(tu, wall);
+                // All ones where a diagonal is barred (the corner rule) or the cell is a wall.
+                let no_left = _mm256_cvtepi8_epi32(_mm_or_si128(_mm_cmpeq_epi8(tl, wall), up_wall));
+                let no_right =
+                    _mm256_cvtepi8_epi32(_mm_or_si128(_mm_cmpeq_epi8(tr, wall), up_wall));
+                let is_wall = _mm256_cvtepi8_epi32(_mm_cmpeq_epi8(tc, wall));
+                let t = _mm256_cvtepu8_epi32(tc);
+                let s = _mm256_madd_epi16(t, straight);
+                let g = _mm256_madd_epi16(t, diagonal);
+                let diag = _mm256_min_epu32(
+                    _mm256_min_epu32(_mm256_or_si256(pl, no_left), _mm256_or_si256(pr, no_right)),
+                    inf,
+                );
+                let offer = _mm256_or_si256(
+                    _mm256_min_epu32(_mm256_add_epi32(pc, s), _mm256_add_epi32(diag, g)),
+                    is_wall,
+                );
+                let v = _mm256_loadu_si256(row.as_ptr().cast());
+                let mut nv = _mm256_min_epu32(v, offer);
+                // The price of a step along the row from each cell; INF from a wall.
+                let w = _mm256_or_si256(s, _mm256_srli_epi32::<1>(is_wall));
+                let shifted = _mm256_blend_epi32::<0b0000_0001>(
+                    _mm256_permutevar8x32_epi32(nv, from_left),
+                    carry,
+                );
+                let kept =
+                    _mm256_cmpeq_epi32(_mm256_min_epu32(_mm256_add_epi32(shifted, w), nv), nv);
+                if _mm256_movemask_ps(_mm256_castsi256_ps(kept)) != 0xFF {
+                    nv = prefix_scan::<false>(nv, w, carry);
+                }
+                _mm256_storeu_si256(row.as_mut_ptr().cast(), nv);
+                carry = _mm256_permutevar8x32_epi32(nv, last_lane);
+                !_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(nv, v))) as u32 & 0xFF
+            };
+            if changed != 0 {
+                first = first.min(x + changed.trailing_zeros() as usize);
+                last = x + 31 - changed.leading_zeros() as usize;
+                mark_cells(marks, x, x + CELLS_PER_BLOCK - 1);
+            }
+            x += CELLS_PER_BLOCK;
+        }
+        let c = _mm256_cvtsi256_si32(carry) as u32;
+        let rows = (prev, terrain, prev_terrain);
+        let Some((first, right)) =
+            rightwards_tail(cur, rows, prices, table, marks, x, hi, c, first, last)
+        else {
+            return EMPTY;
+        };
+        // Leftwards from `right` down to `first`: blocks of cells `x - 8..x`, from the cell at `x`.
+        let to_right = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
+        let mut x = right;
+        let mut carry = _mm256_set1_epi32(cur[x] as i32);
+        loop {
+            if x < first + CELLS_PER_BLOCK {
+                // As rightwards: the last cells in one block from `first`, over cells done too.
+                if x <= first || right < first + CELLS_PER_BLOCK {
+                    break;
+                }
+                x = first + CELLS_PER_BLOCK;
+                carry = _mm256_set1_epi32(cur[x] as i32);
+            }
+            let at = x - CELLS_PER_BLOCK;
+            let here: &[u8; CELLS_PER_BLOCK] = terrain[at..x].try_into().expect("8 cells");
+            let row: &mut [u32; CELLS_PER_BLOCK] = (&mut cur[at..x]).try_into().expect("8 cells");
+            // SAFETY: the loads read 8 u32 and 8 bytes from arrays of that size, the store writes
+            // 8 u32 into `row`, which holds 8.
+            unsafe {
+                let tc = _mm_loadl_epi64(here.as_ptr().cast());
+                let is_wall = _mm256_cvtepi8_epi32(_mm_cmpeq_epi8(tc, wall));
+                let s = _mm256_madd_epi16(_mm256_cvtepu8_epi32(tc), straight);
+                let w = _mm256_or_si256(s, _mm256_srli_epi32::<1>(is_wall));
+                let v = _mm256_loadu_si256(row.as_ptr().cast());
+                let shifted = _mm256_blend_epi32::<0b1000_0000>(
+                    _mm256_permutevar8x32_epi32(v, to_right),
+                    carry,
+                );
+                let kept = _mm256_cmpeq_epi32(_mm256_min_epu32(_mm256_add_epi32(shifted, w), v), v);
+                let nv = if _mm256_movemask_ps(_mm256_castsi256_ps(kept)) != 0xFF {
+                    let nv = prefix_scan::<true>(v, w, carry);
+                    _mm256_storeu_si256(row.as_mut_ptr().cast(), nv);
+                    mark_cells(marks, at, x - 1);
+                    nv
+                } else {
+                    v
+                };
+                carry = _mm256_broadcastd_epi32(_mm256_castsi256_si128(nv));
+            }
+            x = at;
+        }
+        let c = _mm256_cvtsi256_si32(carry) as u32;
+        leftwards_tail(cur, terrain, table, marks, x, first, c, right)
+    }};
+}
+
 /// `row_pass` (integration sweeps) for AVX2, eight cells at a time: each block takes the offers of the row before
 /// and then the scan from its left neighbour in the same step, then a scan leftwards over the
 /// columns that changed. A block whose cells none improve from their neighbour (the check is a
@@ -358,6 +514,7 @@ impl Tally8 {
 /// row), as the builder keeps every row: then the cells that change are exactly those of
 /// plain `settle`, and so is the span returned. The marks are those of the blocks of eight that
 /// changed, finer than the span's.
+#[cfg(any(feature = "parallel", test))]
 #[target_feature(enable = "avx2")]
 #[allow(clippy::too_many_arguments)]
 fn row_pass_avx2(
@@ -371,169 +528,161 @@ fn row_pass_avx2(
     lo: usize,
     hi: usize,
 ) -> Span {
-    let wall = _mm_set1_epi8(WALL as i8);
-    let inf = _mm256_set1_epi32(INF as i32);
-    // Bases below 2^15 (asserted beside `CostModel`) in the low half of each lane: one `madd`
-    // multiplies them by the terrain (a 16-bit multiply, cheaper than the 32-bit `mullo`).
-    let straight = _mm256_set1_epi32(prices.straight as i32);
-    let diagonal = _mm256_set1_epi32(prices.diagonal as i32);
-    let from_left = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6);
-    let last_lane = _mm256_set1_epi32(7);
-    let (mut first, mut last) = (usize::MAX, 0usize);
-    let mut x = lo;
-    // The value of the cell before the block, in every lane.
-    let mut carry = _mm256_set1_epi32(cur[lo - 1] as i32);
-    loop {
-        if x + CELLS_PER_BLOCK > hi + 1 {
-            // Fewer cells left than a block: one more block ending at `hi`, over cells done
-            // too (see `row_pass_avx512`).
-            if x > hi || hi + 1 < lo + CELLS_PER_BLOCK {
-                break;
+    row_pass_avx2_body!(
+        cur,
+        prev,
+        terrain,
+        prev_terrain,
+        prices,
+        table,
+        marks,
+        lo,
+        hi
+    )
+}
+
+/// The body of [`row_pass_avx512`], written out in that function and in the closure of
+/// [`sweep_rows_avx512`] (see [`row_pass_avx2_body`]).
+macro_rules! row_pass_avx512_body {
+    ($cur:expr, $prev:expr, $terrain:expr, $prev_terrain:expr, $prices:expr, $table:expr,
+     $marks:expr, $lo:expr, $hi:expr) => {{
+        let cur: &mut [u32] = $cur;
+        let prev: &[u32] = $prev;
+        let terrain: &[u8] = $terrain;
+        let prev_terrain: &[u8] = $prev_terrain;
+        let prices: Prices = $prices;
+        let table: &[u32; 256] = $table;
+        let marks: &mut [u64] = $marks;
+        let lo: usize = $lo;
+        let hi: usize = $hi;
+        const WIDE: usize = 16;
+        let wall = _mm_set1_epi8(WALL as i8);
+        let inf = _mm512_set1_epi32(INF as i32);
+        let ones = _mm512_set1_epi32(-1);
+        let straight = _mm512_set1_epi32(prices.straight as i32);
+        let diagonal = _mm512_set1_epi32(prices.diagonal as i32);
+        let (mut first, mut last) = (usize::MAX, 0usize);
+        let mut x = lo;
+        // The block before, final: its last lane is the value of the cell before the block.
+        let mut before = _mm512_set1_epi32(cur[lo - 1] as i32);
+        loop {
+            if x + WIDE > hi + 1 {
+                // Fewer cells left than a block: one more block, ending at `hi`, over cells already
+                // done too, which it leaves as they are (their offers are in, and the scan from the
+                // final cell before the block gives them their own values), rather than the cells
+                // one at a time. A map's full rows end so (Boston_0_256: sixteen cells a row).
+                if x > hi || hi + 1 < lo + WIDE {
+                    break;
+                }
+                x = hi + 1 - WIDE;
+                before = _mm512_set1_epi32(cur[x - 1] as i32);
             }
-            x = hi + 1 - CELLS_PER_BLOCK;
-            carry = _mm256_set1_epi32(cur[x - 1] as i32);
+            let above: &[u32; WIDE + 2] = prev[x - 1..x + WIDE + 1].try_into().expect("18 cells");
+            let here: &[u8; WIDE + 2] = terrain[x - 1..x + WIDE + 1].try_into().expect("18 cells");
+            let up: &[u8; WIDE] = prev_terrain[x..x + WIDE].try_into().expect("16 cells");
+            let row: &mut [u32; WIDE] = (&mut cur[x..x + WIDE]).try_into().expect("16 cells");
+            // SAFETY: every load reads 16 u32 or 16 bytes within the arrays just cut to size, the
+            // store writes 16 u32 into `row`, which holds 16.
+            let changed = unsafe {
+                let pl = _mm512_loadu_si512(above.as_ptr().cast());
+                let pc = _mm512_loadu_si512(above.as_ptr().add(1).cast());
+                let pr = _mm512_loadu_si512(above.as_ptr().add(2).cast());
+                let tl = _mm_loadu_si128(here.as_ptr().cast());
+                let tc = _mm_loadu_si128(here.as_ptr().add(1).cast());
+                let tr = _mm_loadu_si128(here.as_ptr().add(2).cast());
+                let tu = _mm_loadu_si128(up.as_ptr().cast());
+                let up_wall = _mm_cmpeq_epi8_mask(tu, wall);
+                // Set where a diagonal is barred (the corner rule) or the cell is a wall.
+                let no_left = _mm_cmpeq_epi8_mask(tl, wall) | up_wall;
+                let no_right = _mm_cmpeq_epi8_mask(tr, wall) | up_wall;
+                let is_wall = _mm_cmpeq_epi8_mask(tc, wall);
+                let t = _mm512_cvtepu8_epi32(tc);
+                let s = _mm512_madd_epi16(t, straight);
+                let g = _mm512_madd_epi16(t, diagonal);
+                let diag = _mm512_min_epu32(
+                    _mm512_mask_mov_epi32(pl, no_left, inf),
+                    _mm512_mask_mov_epi32(pr, no_right, inf),
+                );
+                let offer = _mm512_mask_mov_epi32(
+                    _mm512_min_epu32(_mm512_add_epi32(pc, s), _mm512_add_epi32(diag, g)),
+                    is_wall,
+                    ones,
+                );
+                let v = _mm512_loadu_si512(row.as_ptr().cast());
+                let mut nv = _mm512_min_epu32(v, offer);
+                let w = _mm512_mask_mov_epi32(s, is_wall, inf);
+                // Lane i sees lane i - 1; lane 0 the last lane of the block before.
+                let shifted = _mm512_alignr_epi32::<15>(nv, before);
+                if _mm512_cmplt_epu32_mask(_mm512_add_epi32(shifted, w), nv) != 0 {
+                    let carry = _mm512_permutexvar_epi32(_mm512_set1_epi32(15), before);
+                    nv = wide_prefix_scan::<false>(nv, w, carry);
+                }
+                _mm512_storeu_si512(row.as_mut_ptr().cast(), nv);
+                before = nv;
+                _mm512_cmpneq_epu32_mask(nv, v) as u32
+            };
+            if changed != 0 {
+                first = first.min(x + changed.trailing_zeros() as usize);
+                last = x + 31 - changed.leading_zeros() as usize;
+                mark_cells(marks, x, x + WIDE - 1);
+            }
+            x += WIDE;
         }
-        let above: &[u32; CELLS_PER_BLOCK + 2] = prev[x - 1..x + CELLS_PER_BLOCK + 1]
-            .try_into()
-            .expect("10 cells");
-        let here: &[u8; CELLS_PER_BLOCK + 2] = terrain[x - 1..x + CELLS_PER_BLOCK + 1]
-            .try_into()
-            .expect("10 cells");
-        let up: &[u8; CELLS_PER_BLOCK] = prev_terrain[x..x + CELLS_PER_BLOCK]
-            .try_into()
-            .expect("8 cells");
-        let row: &mut [u32; CELLS_PER_BLOCK] = (&mut cur[x..x + CELLS_PER_BLOCK])
-            .try_into()
-            .expect("8 cells");
-        // SAFETY: every load reads 8 u32 or 8 bytes within the arrays just cut to size, the
-        // store writes 8 u32 into `row`, which holds 8.
-        let changed = unsafe {
-            let pl = _mm256_loadu_si256(above.as_ptr().cast());
-            let pc = _mm256_loadu_si256(above.as_ptr().add(1).cast());
-            let pr = _mm256_loadu_si256(above.as_ptr().add(2).cast());
-            let tl = _mm_loadl_epi64(here.as_ptr().cast());
-            let tc = _mm_loadl_epi64(here.as_ptr().add(1).cast());
-            let tr = _mm_loadl_epi64(here.as_ptr().add(2).cast());
-            let tu = _mm_loadl_epi64(up.as_ptr().cast());
-            let up_wall = _mm_cmpeq_epi8(tu, wall);
-            // All ones where a diagonal is barred (the corner rule) or the cell is a wall.
-            let no_left = _mm256_cvtepi8_epi32(_mm_or_si128(_mm_cmpeq_epi8(tl, wall), up_wall));
-            let no_right = _mm256_cvtepi8_epi32(_mm_or_si128(_mm_cmpeq_epi8(tr, wall), up_wall));
-            let is_wall = _mm256_cvtepi8_epi32(_mm_cmpeq_epi8(tc, wall));
-            let t = _mm256_cvtepu8_epi32(tc);
-            let s = _mm256_madd_epi16(t, straight);
-            let g = _mm256_madd_epi16(t, diagonal);
-            let diag = _mm256_min_epu32(
-                _mm256_min_epu32(_mm256_or_si256(pl, no_left), _mm256_or_si256(pr, no_right)),
-                inf,
-            );
-            let offer = _mm256_or_si256(
-                _mm256_min_epu32(_mm256_add_epi32(pc, s), _mm256_add_epi32(diag, g)),
-                is_wall,
-            );
-            let v = _mm256_loadu_si256(row.as_ptr().cast());
-            let mut nv = _mm256_min_epu32(v, offer);
-            // The price of a step along the row from each cell; INF from a wall.
-            let w = _mm256_or_si256(s, _mm256_srli_epi32::<1>(is_wall));
-            let shifted = _mm256_blend_epi32::<0b0000_0001>(
-                _mm256_permutevar8x32_epi32(nv, from_left),
-                carry,
-            );
-            let kept = _mm256_cmpeq_epi32(_mm256_min_epu32(_mm256_add_epi32(shifted, w), nv), nv);
-            if _mm256_movemask_ps(_mm256_castsi256_ps(kept)) != 0xFF {
-                nv = prefix_scan::<false>(nv, w, carry);
-            }
-            _mm256_storeu_si256(row.as_mut_ptr().cast(), nv);
-            carry = _mm256_permutevar8x32_epi32(nv, last_lane);
-            !_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(nv, v))) as u32 & 0xFF
+        // The last lane of the block before (lane 3 of its fourth quarter).
+        let c = _mm_extract_epi32::<3>(_mm512_extracti32x4_epi32::<3>(before)) as u32;
+        let rows = (prev, terrain, prev_terrain);
+        let Some((first, right)) =
+            rightwards_tail(cur, rows, prices, table, marks, x, hi, c, first, last)
+        else {
+            return EMPTY;
         };
-        if changed != 0 {
-            first = first.min(x + changed.trailing_zeros() as usize);
-            last = x + 31 - changed.leading_zeros() as usize;
-            mark_cells(marks, x, x + CELLS_PER_BLOCK - 1);
-        }
-        x += CELLS_PER_BLOCK;
-    }
-    let c = _mm256_cvtsi256_si32(carry) as u32;
-    let rows = (prev, terrain, prev_terrain);
-    let Some((first, right)) =
-        rightwards_tail(cur, rows, prices, table, marks, x, hi, c, first, last)
-    else {
-        return EMPTY;
-    };
-    // Leftwards from `right` down to `first`: blocks of cells `x - 8..x`, from the cell at `x`.
-    let to_right = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
-    let mut x = right;
-    let mut carry = _mm256_set1_epi32(cur[x] as i32);
-    loop {
-        if x < first + CELLS_PER_BLOCK {
-            // As rightwards: the last cells in one block from `first`, over cells done too.
-            if x <= first || right < first + CELLS_PER_BLOCK {
-                break;
+        // Leftwards from `right` down to `first`: blocks of cells `x - 16..x`, from the cell at
+        // `x`.
+        let mut x = right;
+        let mut after = _mm512_set1_epi32(cur[x] as i32);
+        loop {
+            if x < first + WIDE {
+                // As rightwards: the last cells in one block from `first`, over cells done too.
+                if x <= first || right < first + WIDE {
+                    break;
+                }
+                x = first + WIDE;
+                after = _mm512_set1_epi32(cur[x] as i32);
             }
-            x = first + CELLS_PER_BLOCK;
-            carry = _mm256_set1_epi32(cur[x] as i32);
+            let at = x - WIDE;
+            let here: &[u8; WIDE] = terrain[at..x].try_into().expect("16 cells");
+            let row: &mut [u32; WIDE] = (&mut cur[at..x]).try_into().expect("16 cells");
+            // SAFETY: the loads read 16 u32 and 16 bytes from arrays of that size, the store writes
+            // 16 u32 into `row`, which holds 16.
+            unsafe {
+                let tc = _mm_loadu_si128(here.as_ptr().cast());
+                let is_wall = _mm_cmpeq_epi8_mask(tc, wall);
+                let s = _mm512_madd_epi16(_mm512_cvtepu8_epi32(tc), straight);
+                let w = _mm512_mask_mov_epi32(s, is_wall, inf);
+                let v = _mm512_loadu_si512(row.as_ptr().cast());
+                // Lane i sees lane i + 1; lane 15 the first lane of the block after.
+                let shifted = _mm512_alignr_epi32::<1>(after, v);
+                after = if _mm512_cmplt_epu32_mask(_mm512_add_epi32(shifted, w), v) != 0 {
+                    let carry = _mm512_permutexvar_epi32(_mm512_setzero_si512(), after);
+                    let nv = wide_prefix_scan::<true>(v, w, carry);
+                    _mm512_storeu_si512(row.as_mut_ptr().cast(), nv);
+                    mark_cells(marks, at, x - 1);
+                    nv
+                } else {
+                    v
+                };
+            }
+            x = at;
         }
-        let at = x - CELLS_PER_BLOCK;
-        let here: &[u8; CELLS_PER_BLOCK] = terrain[at..x].try_into().expect("8 cells");
-        let row: &mut [u32; CELLS_PER_BLOCK] = (&mut cur[at..x]).try_into().expect("8 cells");
-        // SAFETY: the loads read 8 u32 and 8 bytes from arrays of that size, the store writes
-        // 8 u32 into `row`, which holds 8.
-        unsafe {
-            let tc = _mm_loadl_epi64(here.as_ptr().cast());
-            let is_wall = _mm256_cvtepi8_epi32(_mm_cmpeq_epi8(tc, wall));
-            let s = _mm256_madd_epi16(_mm256_cvtepu8_epi32(tc), straight);
-            let w = _mm256_or_si256(s, _mm256_srli_epi32::<1>(is_wall));
-            let v = _mm256_loadu_si256(row.as_ptr().cast());
-            let shifted =
-                _mm256_blend_epi32::<0b1000_0000>(_mm256_permutevar8x32_epi32(v, to_right), carry);
-            let kept = _mm256_cmpeq_epi32(_mm256_min_epu32(_mm256_add_epi32(shifted, w), v), v);
-            let nv = if _mm256_movemask_ps(_mm256_castsi256_ps(kept)) != 0xFF {
-                let nv = prefix_scan::<true>(v, w, carry);
-                _mm256_storeu_si256(row.as_mut_ptr().cast(), nv);
-                mark_cells(marks, at, x - 1);
-                nv
-            } else {
-                v
-            };
-            carry = _mm256_broadcastd_epi32(_mm256_castsi256_si128(nv));
-        }
-        x = at;
-    }
-    let c = _mm256_cvtsi256_si32(carry) as u32;
-    leftwards_tail(cur, terrain, table, marks, x, first, c, right)
+        let c = _mm_cvtsi128_si32(_mm512_castsi512_si128(after)) as u32;
+        leftwards_tail(cur, terrain, table, marks, x, first, c, right)
+    }};
 }
-
-/// [`sweep_rows`] compiled with a kernel's target features, its rows passed by that kernel.
-macro_rules! sweep_rows_with {
-    ($(#[$doc:meta])* $name:ident, $features:literal, $kernel:ident) => {
-        $(#[$doc])*
-        #[target_feature(enable = $features)]
-        fn $name(rows: SweptMap, sc: &mut SweepScratch, pw: usize, h: usize, stop_at: u64) -> bool {
-            let pass = |((cur, prev, t, pt), prices, table, _, marks, lo, hi): RowPassArgs| {
-                $kernel(cur, prev, t, pt, prices, table, marks, lo, hi)
-            };
-            sweep_rows(rows, sc, pw, h, stop_at, pass)
-        }
-    };
-}
-
-sweep_rows_with!(
-    /// [`sweep_rows`] compiled for AVX2, its rows passed by [`row_pass_avx2`].
-    sweep_rows_avx2,
-    "avx2",
-    row_pass_avx2
-);
-sweep_rows_with!(
-    /// [`sweep_rows`] compiled for AVX-512, its rows passed by [`row_pass_avx512`].
-    sweep_rows_avx512,
-    "avx512f,avx512bw,avx512vl",
-    row_pass_avx512
-);
 
 /// [`row_pass_avx2`] sixteen cells at a time, for CPUs with AVX-512 (F, BW and VL): the same
 /// steps, with mask registers for the corner rule and the walls, and lane rotations across
 /// two registers for the shifts. The same values, span and marks.
+#[cfg(any(feature = "parallel", test))]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 #[allow(clippy::too_many_arguments)]
 fn row_pass_avx512(
@@ -547,127 +696,46 @@ fn row_pass_avx512(
     lo: usize,
     hi: usize,
 ) -> Span {
-    const WIDE: usize = 16;
-    let wall = _mm_set1_epi8(WALL as i8);
-    let inf = _mm512_set1_epi32(INF as i32);
-    let ones = _mm512_set1_epi32(-1);
-    let straight = _mm512_set1_epi32(prices.straight as i32);
-    let diagonal = _mm512_set1_epi32(prices.diagonal as i32);
-    let (mut first, mut last) = (usize::MAX, 0usize);
-    let mut x = lo;
-    // The block before, final: its last lane is the value of the cell before the block.
-    let mut before = _mm512_set1_epi32(cur[lo - 1] as i32);
-    loop {
-        if x + WIDE > hi + 1 {
-            // Fewer cells left than a block: one more block, ending at `hi`, over cells already
-            // done too, which it leaves as they are (their offers are in, and the scan from the
-            // final cell before the block gives them their own values), rather than the cells
-            // one at a time. A map's full rows end so (Boston_0_256: sixteen cells a row).
-            if x > hi || hi + 1 < lo + WIDE {
-                break;
-            }
-            x = hi + 1 - WIDE;
-            before = _mm512_set1_epi32(cur[x - 1] as i32);
-        }
-        let above: &[u32; WIDE + 2] = prev[x - 1..x + WIDE + 1].try_into().expect("18 cells");
-        let here: &[u8; WIDE + 2] = terrain[x - 1..x + WIDE + 1].try_into().expect("18 cells");
-        let up: &[u8; WIDE] = prev_terrain[x..x + WIDE].try_into().expect("16 cells");
-        let row: &mut [u32; WIDE] = (&mut cur[x..x + WIDE]).try_into().expect("16 cells");
-        // SAFETY: every load reads 16 u32 or 16 bytes within the arrays just cut to size, the
-        // store writes 16 u32 into `row`, which holds 16.
-        let changed = unsafe {
-            let pl = _mm512_loadu_si512(above.as_ptr().cast());
-            let pc = _mm512_loadu_si512(above.as_ptr().add(1).cast());
-            let pr = _mm512_loadu_si512(above.as_ptr().add(2).cast());
-            let tl = _mm_loadu_si128(here.as_ptr().cast());
-            let tc = _mm_loadu_si128(here.as_ptr().add(1).cast());
-            let tr = _mm_loadu_si128(here.as_ptr().add(2).cast());
-            let tu = _mm_loadu_si128(up.as_ptr().cast());
-            let up_wall = _mm_cmpeq_epi8_mask(tu, wall);
-            // Set where a diagonal is barred (the corner rule) or the cell is a wall.
-            let no_left = _mm_cmpeq_epi8_mask(tl, wall) | up_wall;
-            let no_right = _mm_cmpeq_epi8_mask(tr, wall) | up_wall;
-            let is_wall = _mm_cmpeq_epi8_mask(tc, wall);
-            let t = _mm512_cvtepu8_epi32(tc);
-            let s = _mm512_madd_epi16(t, straight);
-            let g = _mm512_madd_epi16(t, diagonal);
-            let diag = _mm512_min_epu32(
-                _mm512_mask_mov_epi32(pl, no_left, inf),
-                _mm512_mask_mov_epi32(pr, no_right, inf),
-            );
-            let offer = _mm512_mask_mov_epi32(
-                _mm512_min_epu32(_mm512_add_epi32(pc, s), _mm512_add_epi32(diag, g)),
-                is_wall,
-                ones,
-            );
-            let v = _mm512_loadu_si512(row.as_ptr().cast());
-            let mut nv = _mm512_min_epu32(v, offer);
-            let w = _mm512_mask_mov_epi32(s, is_wall, inf);
-            // Lane i sees lane i - 1; lane 0 the last lane of the block before.
-            let shifted = _mm512_alignr_epi32::<15>(nv, before);
-            if _mm512_cmplt_epu32_mask(_mm512_add_epi32(shifted, w), nv) != 0 {
-                let carry = _mm512_permutexvar_epi32(_mm512_set1_epi32(15), before);
-                nv = wide_prefix_scan::<false>(nv, w, carry);
-            }
-            _mm512_storeu_si512(row.as_mut_ptr().cast(), nv);
-            before = nv;
-            _mm512_cmpneq_epu32_mask(nv, v) as u32
-        };
-        if changed != 0 {
-            first = first.min(x + changed.trailing_zeros() as usize);
-            last = x + 31 - changed.leading_zeros() as usize;
-            mark_cells(marks, x, x + WIDE - 1);
-        }
-        x += WIDE;
-    }
-    // The last lane of the block before (lane 3 of its fourth quarter).
-    let c = _mm_extract_epi32::<3>(_mm512_extracti32x4_epi32::<3>(before)) as u32;
-    let rows = (prev, terrain, prev_terrain);
-    let Some((first, right)) =
-        rightwards_tail(cur, rows, prices, table, marks, x, hi, c, first, last)
-    else {
-        return EMPTY;
-    };
-    // Leftwards from `right` down to `first`: blocks of cells `x - 16..x`, from the cell at `x`.
-    let mut x = right;
-    let mut after = _mm512_set1_epi32(cur[x] as i32);
-    loop {
-        if x < first + WIDE {
-            // As rightwards: the last cells in one block from `first`, over cells done too.
-            if x <= first || right < first + WIDE {
-                break;
-            }
-            x = first + WIDE;
-            after = _mm512_set1_epi32(cur[x] as i32);
-        }
-        let at = x - WIDE;
-        let here: &[u8; WIDE] = terrain[at..x].try_into().expect("16 cells");
-        let row: &mut [u32; WIDE] = (&mut cur[at..x]).try_into().expect("16 cells");
-        // SAFETY: the loads read 16 u32 and 16 bytes from arrays of that size, the store writes
-        // 16 u32 into `row`, which holds 16.
-        unsafe {
-            let tc = _mm_loadu_si128(here.as_ptr().cast());
-            let is_wall = _mm_cmpeq_epi8_mask(tc, wall);
-            let s = _mm512_madd_epi16(_mm512_cvtepu8_epi32(tc), straight);
-            let w = _mm512_mask_mov_epi32(s, is_wall, inf);
-            let v = _mm512_loadu_si512(row.as_ptr().cast());
-            // Lane i sees lane i + 1; lane 15 the first lane of the block after.
-            let shifted = _mm512_alignr_epi32::<1>(after, v);
-            after = if _mm512_cmplt_epu32_mask(_mm512_add_epi32(shifted, w), v) != 0 {
-                let carry = _mm512_permutexvar_epi32(_mm512_setzero_si512(), after);
-                let nv = wide_prefix_scan::<true>(v, w, carry);
-                _mm512_storeu_si512(row.as_mut_ptr().cast(), nv);
-                mark_cells(marks, at, x - 1);
-                nv
-            } else {
-                v
-            };
-        }
-        x = at;
-    }
-    let c = _mm_cvtsi128_si32(_mm512_castsi512_si128(after)) as u32;
-    leftwards_tail(cur, terrain, table, marks, x, first, c, right)
+    row_pass_avx512_body!(
+        cur,
+        prev,
+        terrain,
+        prev_terrain,
+        prices,
+        table,
+        marks,
+        lo,
+        hi
+    )
 }
+
+/// [`sweep_rows`] compiled with a kernel's target features, its rows passed by that kernel's
+/// body (a macro) inside the loop's closure, which inherits the target features.
+macro_rules! sweep_rows_with {
+    ($(#[$doc:meta])* $name:ident, $features:literal, $body:ident) => {
+        $(#[$doc])*
+        #[target_feature(enable = $features)]
+        fn $name(rows: SweptMap, sc: &mut SweepScratch, pw: usize, h: usize, stop_at: u64) -> bool {
+            let pass = |((cur, prev, t, pt), prices, table, _, marks, lo, hi): RowPassArgs| {
+                $body!(cur, prev, t, pt, prices, table, marks, lo, hi)
+            };
+            sweep_rows(rows, sc, pw, h, stop_at, pass)
+        }
+    };
+}
+
+sweep_rows_with!(
+    /// [`sweep_rows`] compiled for AVX2, its rows passed by [`row_pass_avx2`]'s body.
+    sweep_rows_avx2,
+    "avx2",
+    row_pass_avx2_body
+);
+sweep_rows_with!(
+    /// [`sweep_rows`] compiled for AVX-512, its rows passed by [`row_pass_avx512`]'s body.
+    sweep_rows_avx512,
+    "avx512f,avx512bw,avx512vl",
+    row_pass_avx512_body
+);
 
 /// [`prefix_scan`] over sixteen cells: four steps of lane shifts.
 #[target_feature(enable = "avx512f")]
