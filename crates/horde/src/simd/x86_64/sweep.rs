@@ -14,7 +14,7 @@ use crate::integration::{TOUCHED_BLOCK, UNREACHABLE};
 use crate::simd::{Avx2, Avx512};
 
 impl Avx2 {
-    /// The rest of a pass of the sweeps ([`sweep_rows`]) with [`row_pass_avx2`].
+    /// The rest of a pass of the sweeps ([`sweep_rows`]) with [`row_pass_avx2`]'s body inlined.
     #[inline]
     pub(crate) fn sweep_rows(
         self,
@@ -81,7 +81,8 @@ impl Avx2 {
 }
 
 impl Avx512 {
-    /// The rest of a pass of the sweeps ([`sweep_rows`]) with [`row_pass_avx512`].
+    /// The rest of a pass of the sweeps ([`sweep_rows`]) with [`row_pass_avx512`]'s body
+    /// inlined.
     #[inline]
     pub(crate) fn sweep_rows(
         self,
@@ -502,13 +503,13 @@ macro_rules! row_pass_avx2_body {
     }};
 }
 
-/// `row_pass` (integration sweeps) for AVX2, eight cells at a time: each block takes the offers of the row before
-/// and then the scan from its left neighbour in the same step, then a scan leftwards over the
-/// columns that changed. A block whose cells none improve from their neighbour (the check is a
-/// shift, an add and a compare) skips the scan proper: a min-plus prefix scan (Hillis-Steele,
-/// three steps of lane shifts), the same values, bit for bit, as the plain plain `settle`. Prices
-/// of walls count as `INF` here instead of `WALL_STEP` (either way nothing improves through a
-/// wall), and sums of prices stop at `INF`, so no sum overflows.
+/// `row_pass` (integration sweeps) for AVX2, eight cells at a time: each block takes the offers
+/// of the row before and then the scan from its left neighbour in the same step, then a scan
+/// leftwards over the columns that changed. A block whose cells none improve from their
+/// neighbour (the check is a shift, an add and a compare) skips the scan proper: a min-plus
+/// prefix scan (Hillis-Steele, three steps of lane shifts), the same values, bit for bit, as the
+/// plain `settle`. Prices of walls count as `INF` here instead of `WALL_STEP` (either way nothing
+/// improves through a wall), and sums of prices stop at `INF`, so no sum overflows.
 ///
 /// The row must be consistent along itself before (no cell improves from a neighbour in the
 /// row), as the builder keeps every row: then the cells that change are exactly those of
