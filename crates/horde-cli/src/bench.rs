@@ -172,6 +172,10 @@ fn print_table(a: &Args, cost: &CostField, r: &Report) -> Result<()> {
         r.goal.y,
         a.model.name()
     );
+    outln!(
+        "vector kernels {} (HORDE_SIMD: off, avx2, avx512, auto)",
+        horde::simd_level().name()
+    );
     outln!();
     outln!(
         "{:>6} {:>14} {:>14} {:>10}",

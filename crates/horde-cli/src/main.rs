@@ -86,6 +86,12 @@ fn main() -> ExitCode {
         }
     };
     util::set_max_image_cells(cli.max_cells as u64);
+    // The library ignores a value it does not know (it has no one to tell); here it is a
+    // mistake to name before any work, not a silent run at full width.
+    if let Err(e) = horde::SimdLevel::from_env() {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         None => demo::run(&demo::Args::default()),
         Some(Command::Demo(a)) => demo::run(&a),

@@ -93,6 +93,46 @@ fn field_dumps_follow_the_contract() {
 }
 
 #[test]
+fn horde_simd_is_checked_and_changes_no_byte() {
+    // A maze-like Moving AI map large enough for the vector row passes and arrows.
+    let map = movingai("den520d.map");
+    let run = |simd: &str, name: &str| {
+        let (ints, flows) = (tmp(&format!("{name}.int")), tmp(&format!("{name}.flow")));
+        let out = Command::new(env!("CARGO_BIN_EXE_horde"))
+            .args(["field", &map, "--goal", "239,11"])
+            .args(["--dump-integration", ints.to_str().unwrap()])
+            .args(["--dump-flow", flows.to_str().unwrap()])
+            .env("HORDE_SIMD", simd)
+            .output()
+            .expect("run horde");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        let dumps = out.status.success().then(|| {
+            (
+                std::fs::read(&ints).unwrap(),
+                std::fs::read(&flows).unwrap(),
+            )
+        });
+        (out.status.code(), err, dumps)
+    };
+    let (_, _, auto) = run("auto", "simd-auto");
+    let auto = auto.expect("a run with HORDE_SIMD=auto");
+    for level in ["off", "avx2", "AVX512"] {
+        let (code, err, dumps) = run(level, &format!("simd-{level}"));
+        assert_eq!(code, Some(0), "HORDE_SIMD={level}: {err}");
+        assert!(
+            dumps.as_ref() == Some(&auto),
+            "HORDE_SIMD={level} changed the dumps"
+        );
+    }
+    let (code, err, _) = run("sse9", "simd-bad");
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("HORDE_SIMD=\"sse9\": expected one of off, avx2, avx512, auto"),
+        "{err}"
+    );
+}
+
+#[test]
 fn bad_input_is_named_and_exits_non_zero() {
     let map = tmp("bad.map");
     std::fs::write(&map, "type octile\nheight 2\nwidth 2\nmap\n..\n.?\n").unwrap();

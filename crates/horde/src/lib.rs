@@ -82,6 +82,7 @@ pub use live::{
     CacheEditReport, CacheStats, FieldCache, FieldKey, FieldRepairer, FieldRequest, LiveError,
     LiveField, RepairStats, SizeClass,
 };
+pub use simd::{SimdLevel, SimdLevelError, simd_level};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
