@@ -112,8 +112,20 @@ pub enum SimdLevel {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("HORDE_SIMD={value:?}: expected one of off, avx2, avx512, auto")]
 pub struct SimdLevelError {
-    /// The value found.
+    /// The value found, cut to its first 32 characters (and `…`) if longer, so that the
+    /// message stays a line.
     pub value: String,
+}
+
+impl SimdLevelError {
+    fn new(value: &str) -> SimdLevelError {
+        const SHOWN: usize = 32;
+        let mut value: String = value.chars().take(SHOWN + 1).collect();
+        if value.chars().count() > SHOWN {
+            value = value.chars().take(SHOWN).chain(['…']).collect();
+        }
+        SimdLevelError { value }
+    }
 }
 
 impl SimdLevel {
@@ -145,9 +157,7 @@ impl SimdLevel {
             "off" | "plain" => Ok(Some(SimdLevel::Plain)),
             "avx2" => Ok(Some(SimdLevel::Avx2)),
             "avx512" => Ok(Some(SimdLevel::Avx512)),
-            _ => Err(SimdLevelError {
-                value: value.to_string(),
-            }),
+            _ => Err(SimdLevelError::new(value)),
         }
     }
 
@@ -165,9 +175,9 @@ impl SimdLevel {
         match std::env::var("HORDE_SIMD") {
             Ok(v) => SimdLevel::parse(&v),
             Err(std::env::VarError::NotPresent) => Ok(None),
-            Err(std::env::VarError::NotUnicode(v)) => Err(SimdLevelError {
-                value: v.to_string_lossy().into_owned(),
-            }),
+            Err(std::env::VarError::NotUnicode(v)) => {
+                Err(SimdLevelError::new(&v.to_string_lossy()))
+            }
         }
     }
 }
@@ -357,5 +367,9 @@ mod level_tests {
             e.to_string(),
             "HORDE_SIMD=\"neon\": expected one of off, avx2, avx512, auto"
         );
+        let long = "x".repeat(10_000);
+        let e = SimdLevel::parse(&long).unwrap_err();
+        assert_eq!(e.value, format!("{}…", "x".repeat(32)));
+        assert!(e.to_string().len() < 100, "{e}");
     }
 }
