@@ -6,15 +6,12 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use horde::glam::UVec2;
-use horde::{
-    BuildProgress, CostEdit, CostModel, FlowField, IntegrationBuilder, IntegrationField, WALL,
-};
+use horde::{BuildProgress, CostEdit, CostModel, FlowField, IntegrationBuilder, IntegrationField};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "painted.rs"]
 mod painted;
-use painted::{Paint, edit, painted, reference};
+use painted::{Paint, PaintedMap, edit, reference, walkable_goals};
 
 #[derive(Debug, Arbitrary)]
 struct Build {
@@ -28,16 +25,12 @@ struct Build {
 
 #[derive(Debug, Arbitrary)]
 struct Input {
-    width: u8,
-    height: u8,
-    /// Start from rock (strokes carve rooms and corridors) or from open ground.
-    rock: bool,
-    paint: Vec<Paint>,
+    map: PaintedMap,
     builds: Vec<Build>,
 }
 
 fuzz_target!(|input: Input| {
-    let mut cost = painted(input.width, input.height, input.rock, &input.paint);
+    let mut cost = input.map.cost();
     let grid = *cost.grid();
     let (w, h) = (grid.width(), grid.height());
     // One builder per way a build goes, each reused from build to build.
@@ -48,14 +41,7 @@ fuzz_target!(|input: Input| {
     for build in input.builds.iter().take(6) {
         let edits: Vec<CostEdit> = build.edits.iter().take(8).map(|p| edit(p, w, h)).collect();
         cost.apply_edits(&edits).expect("strokes inside the map");
-        let mut goals: Vec<UVec2> = build
-            .goals
-            .iter()
-            .take(4)
-            .map(|&(x, y)| UVec2::new(x as u32 % w, y as u32 % h))
-            .filter(|g| cost.costs()[(g.y * w + g.x) as usize] != WALL)
-            .collect();
-        goals.dedup();
+        let goals = walkable_goals(&cost, &build.goals);
         if goals.is_empty() {
             continue;
         }

@@ -107,20 +107,47 @@ pub fn reference(cost: &CostField, goals: &[UVec2], model: CostModel) -> Vec<u32
         .collect()
 }
 
-/// A `w` × `h` map (1 to 96 a side from the bytes given) of rock or open ground with up to 64
-/// `strokes` painted on it.
-pub fn painted(width: u8, height: u8, rock: bool, strokes: &[Paint]) -> CostField {
-    let (w, h) = (width as u32 % 96 + 1, height as u32 % 96 + 1);
-    let mut cost = CostField::new(Grid::new(w, h).expect("a small grid"));
-    if rock {
-        cost.apply_edits(&[CostEdit::Rect {
-            min: UVec2::ZERO,
-            max: UVec2::new(w - 1, h - 1),
-            cost: WALL,
-        }])
-        .expect("the whole map");
+/// A map as the fuzzer's bytes give it: `width` × `height` cells (each 1 to 96 from the byte),
+/// of rock (strokes carve rooms and corridors) or of open ground, with up to 64 strokes painted
+/// on it.
+#[derive(Debug, Arbitrary)]
+pub struct PaintedMap {
+    pub width: u8,
+    pub height: u8,
+    pub rock: bool,
+    pub paint: Vec<Paint>,
+}
+
+impl PaintedMap {
+    /// The map's costs.
+    pub fn cost(&self) -> CostField {
+        let (w, h) = (self.width as u32 % 96 + 1, self.height as u32 % 96 + 1);
+        let mut cost = CostField::new(Grid::new(w, h).expect("a small grid"));
+        if self.rock {
+            cost.apply_edits(&[CostEdit::Rect {
+                min: UVec2::ZERO,
+                max: UVec2::new(w - 1, h - 1),
+                cost: WALL,
+            }])
+            .expect("the whole map");
+        }
+        let strokes: Vec<CostEdit> = self.paint.iter().take(64).map(|p| edit(p, w, h)).collect();
+        cost.apply_edits(&strokes).expect("strokes inside the map");
+        cost
     }
-    let strokes: Vec<CostEdit> = strokes.iter().take(64).map(|p| edit(p, w, h)).collect();
-    cost.apply_edits(&strokes).expect("strokes inside the map");
-    cost
+}
+
+/// Up to four of `cells` (taken modulo the map's size) that are not walls, once each, in the
+/// order of their cells.
+pub fn walkable_goals(cost: &CostField, cells: &[(u8, u8)]) -> Vec<UVec2> {
+    let (w, h) = (cost.width(), cost.height());
+    let mut goals: Vec<UVec2> = cells
+        .iter()
+        .take(4)
+        .map(|&(x, y)| UVec2::new(x as u32 % w, y as u32 % h))
+        .filter(|g| cost.costs()[(g.y * w + g.x) as usize] != WALL)
+        .collect();
+    goals.sort_by_key(|g| (g.y, g.x));
+    goals.dedup();
+    goals
 }

@@ -11,7 +11,7 @@ use libfuzzer_sys::fuzz_target;
 
 #[path = "painted.rs"]
 mod painted;
-use painted::{Paint, edit, painted, reference};
+use painted::{Paint, PaintedMap, edit, reference, walkable_goals};
 
 #[derive(Debug, Arbitrary)]
 enum Step {
@@ -23,10 +23,7 @@ enum Step {
 
 #[derive(Debug, Arbitrary)]
 struct Input {
-    width: u8,
-    height: u8,
-    rock: bool,
-    paint: Vec<Paint>,
+    map: PaintedMap,
     goals: Vec<(u8, u8)>,
     octile: bool,
     /// The repair's rebuild divisor (see `FieldRepairer::set_rebuild_divisor`), 1 to 16.
@@ -35,20 +32,9 @@ struct Input {
 }
 
 fuzz_target!(|input: Input| {
-    let mut cost = painted(input.width, input.height, input.rock, &input.paint);
+    let mut cost = input.map.cost();
     let (w, h) = (cost.width(), cost.height());
-    let walkable = |cost: &horde::CostField, cells: &[(u8, u8)]| {
-        let mut goals: Vec<UVec2> = cells
-            .iter()
-            .take(4)
-            .map(|&(x, y)| UVec2::new(x as u32 % w, y as u32 % h))
-            .filter(|g| cost.costs()[(g.y * w + g.x) as usize] != WALL)
-            .collect();
-        goals.sort_by_key(|g| (g.y, g.x));
-        goals.dedup();
-        goals
-    };
-    let goals = walkable(&cost, &input.goals);
+    let goals = walkable_goals(&cost, &input.goals);
     if goals.is_empty() {
         return;
     }
@@ -70,7 +56,7 @@ fuzz_target!(|input: Input| {
                     .expect("a repair");
             }
             Step::Move(cells) => {
-                let goals = walkable(&cost, cells);
+                let goals = walkable_goals(&cost, cells);
                 if goals.is_empty() {
                     continue;
                 }
