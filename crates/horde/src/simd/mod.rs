@@ -120,11 +120,11 @@ pub struct SimdLevelError {
 impl SimdLevelError {
     fn new(value: &str) -> SimdLevelError {
         const SHOWN: usize = 32;
-        let mut value: String = value.chars().take(SHOWN + 1).collect();
-        if value.chars().count() > SHOWN {
-            value = value.chars().take(SHOWN).chain(['…']).collect();
+        let mut shown: String = value.chars().take(SHOWN).collect();
+        if value.chars().nth(SHOWN).is_some() {
+            shown.push('…');
         }
-        SimdLevelError { value }
+        SimdLevelError { value: shown }
     }
 }
 
