@@ -9,6 +9,11 @@
 //! once the sweeps' work passes a budget, and so do maps mostly of rock (a dungeon's rooms and
 //! corridors), where the sweeps visit far more cells than they reach.
 //!
+//! A builder that builds field after field over one unchanged map also tries the sweeps along
+//! **columns** (the map turned a quarter) and keeps to whichever way did less work, counting the
+//! turn back: the passes a map needs depend on how often its shortest paths turn back against
+//! them (see the `columns` submodule).
+//!
 //! The wave touches only what it reaches: it records which blocks of 16 cells it gave a value,
 //! and the next wave resets, copies out and derives arrows in those blocks alone when they are
 //! under a third of the map.
@@ -56,6 +61,7 @@ use crate::cost::{CostField, CostModel, PLAIN, WALL, max_walkable};
 use crate::grid::{Grid, GridError, SizeMismatch};
 
 mod chains;
+pub(crate) mod columns;
 mod graph;
 mod ranked;
 pub(crate) mod rooms;
@@ -254,7 +260,8 @@ pub struct WaveStats {
 ///
 /// Memory: 6 bytes per cell of the padded grid `(width + 2) × (height + 2)`: a copy of the costs
 /// with a wall border (so no loop needs bounds tests), each cell's legal steps (a byte, for the
-/// wave) and the working distances (4); plus the
+/// wave) and the working distances (4); 5 more once a map is swept along columns (its costs
+/// transposed and a second buffer of distances, see `columns`); plus the
 /// sweeps' bookkeeping (a bit per 16 cells and pass direction: 1/64 byte per cell), the wave's
 /// footprint (a bit per 16 cells: 1/128 byte per cell, kept twice: the copy describes the field
 /// written last), a row of candidates, two rows per thread for parallel sweeps, the wave's
@@ -325,6 +332,16 @@ pub struct IntegrationBuilder {
     /// whether this build's wave runs over it.
     graph: graph::Graph,
     use_graph: bool,
+    /// For sweeps along columns (see `columns`): the padded costs transposed, of cost version
+    /// `turned_costs_of`, the distances' other buffer, and whether the sweeps under way run
+    /// along columns (the two buffers then swapped with `costs` and `dist`).
+    turned_costs: Vec<u8>,
+    turned_costs_of: u64,
+    other_dist: Vec<u32>,
+    columns: bool,
+    /// Builds that swept along columns.
+    #[cfg(test)]
+    builds_along_columns: u32,
     /// The last build crossed the map's chains (see `chains`): their inner cells are written
     /// into the outputs from the chains, not from `dist`.
     chains_used: bool,

@@ -461,6 +461,40 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// One builder building field after field over one random map, one-shot: the sweeps go
+    /// along rows, then along columns (the map turned a quarter), then whichever did less work,
+    /// the other again now and then; an edit between builds starts the learning over. Every
+    /// build and its arrows equal the reference.
+    #[test]
+    fn one_shot_builds_over_one_map_either_way_equal_the_reference(
+        cost in arb_map(48),
+        builds in proptest::collection::vec((any::<u64>(), models(), proptest::option::of(any::<u64>())), 3..9),
+    ) {
+        let mut cost = cost;
+        let mut builder = IntegrationBuilder::new();
+        let mut field = IntegrationField::new(*cost.grid(), CostModel::TenFourteen);
+        let mut flow = FlowField::new(*cost.grid());
+        for (pick, model, edit) in builds {
+            if let Some(e) = edit.filter(|e| e % 4 == 0) {
+                let cell = UVec2::new((e >> 8) as u32 % cost.width(), (e >> 24) as u32 % cost.height());
+                cost.set(cell, if e >> 40 & 1 == 0 { WALL } else { 1 + (e >> 41) as u8 % 9 }).unwrap();
+            }
+            let goals = pick_walkable(&cost, &[pick]);
+            if goals.is_empty() {
+                continue;
+            }
+            builder.build_into(&cost, &goals, model, &mut field).unwrap();
+            let want = reference_values(&reference_dijkstra(&cost, &goals, model));
+            prop_assert_eq!(field.values(), &want[..]);
+            builder.flow_into(&mut flow).unwrap();
+            check_flow(&cost, field.values(), &flow, model);
+        }
+    }
+}
+
 #[test]
 fn time_sliced_calls_out_of_order_are_errors() {
     let cost = horde::maps::scattered_map(20, 20, 5).unwrap();

@@ -80,6 +80,13 @@ pub(crate) struct SweepScratch {
     skip: u32,
     skip_size: (usize, usize),
     handovers: u32,
+    /// The padded size of the map being swept, as rows (whichever way it is swept).
+    size: (usize, usize),
+    /// Which way suits the map (see `columns`), and the map being swept (its cost version, 0
+    /// when it may not go along columns).
+    ways: super::columns::Ways,
+    map: u64,
+    turned_seeds: Vec<(u32, u32)>,
     /// See [`winding`](Self::winding).
     winding: bool,
     cursor: SweepCursor,
@@ -203,6 +210,12 @@ impl SweepScratch {
         self.handovers = handovers;
     }
 
+    /// What was learned about sweeping the map each way.
+    #[cfg(test)]
+    pub(crate) fn ways(&self) -> &super::columns::Ways {
+        &self.ways
+    }
+
     /// Columns swept so far in this build.
     pub(crate) fn cursor_work(&self) -> u64 {
         self.cursor.work
@@ -238,10 +251,9 @@ impl IntegrationBuilder {
     /// Set up the sweeps for seeds (value, padded cell) on the padded costs `prepare` made.
     /// False when the map goes straight to the wave (it was handed over lately).
     pub(crate) fn sweep_begin(&mut self, seeds: &[(u32, u32)], model: CostModel) -> bool {
-        let pw = self.padded_width;
-        let h = self.height;
+        let size = (self.padded_width, self.height);
         let sc = &mut self.sweep;
-        if sc.skip > 0 && sc.skip_size == (pw, h) {
+        if sc.skip > 0 && sc.skip_size == size {
             sc.skip -= 1;
             return false;
         }
@@ -251,6 +263,25 @@ impl IntegrationBuilder {
         if seeds.iter().any(|&(v, _)| v > limit) {
             return false;
         }
+        sc.size = size;
+        // What suits a map is learned in one-shot builds over it; they go along columns only
+        // over the map built last, unchanged (see `columns`).
+        let map = if self.one_shot { self.cost_version } else { 0 };
+        let may_turn = self.rows_changed == 0;
+        sc.map = map;
+        // The seeds turned with the map, in a buffer kept from build to build.
+        let mut turned = std::mem::take(&mut sc.turned_seeds);
+        let seeds = if sc.ways.choose(map, may_turn) {
+            turned.clear();
+            turned.extend_from_slice(seeds);
+            self.turn_to_columns(&mut turned);
+            &turned[..]
+        } else {
+            seeds
+        };
+        let pw = self.padded_width;
+        let h = self.height;
+        let sc = &mut self.sweep;
         sc.cpu = crate::simd::cpu();
         sc.prices = Prices {
             straight: model.straight(),
@@ -285,6 +316,7 @@ impl IntegrationBuilder {
         }
         let dist = &mut self.dist;
         if std::mem::take(&mut self.inf_outside)
+            && !self.columns
             && self.touched_valid
             && self.touched.len() == dist.len().div_ceil(TOUCHED_BLOCK * 64)
         {
@@ -316,11 +348,34 @@ impl IntegrationBuilder {
             budget: MAX_WORK * dist.len() as u64,
             ..SweepCursor::default()
         };
+        sc.turned_seeds = turned;
         true
     }
 
     /// Sweep rows until the field is final or about `budget` cells were visited.
     pub(crate) fn sweep_run(&mut self, budget: usize, model: CostModel) -> SweepOutcome {
+        let outcome = self.sweep_run_here(budget, model);
+        let sc = &mut self.sweep;
+        let reached = match outcome {
+            SweepOutcome::Done(reached) => Some(Some(reached)),
+            // Past the budget (not values out of range, which say nothing about the way).
+            SweepOutcome::HandOver if sc.cursor.work > sc.cursor.budget => Some(None),
+            _ => None,
+        };
+        if let Some(reached) = reached {
+            let len = self.dist.len();
+            let small = self.inf_outside;
+            sc.ways
+                .learn(sc.map, self.columns, sc.cursor.work, len, reached, small);
+        }
+        if self.columns && outcome != SweepOutcome::Running {
+            self.turn_back_to_rows(matches!(outcome, SweepOutcome::Done(_)));
+        }
+        outcome
+    }
+
+    /// [`sweep_run`](Self::sweep_run) in the layout the sweeps began in.
+    fn sweep_run_here(&mut self, budget: usize, model: CostModel) -> SweepOutcome {
         let pw = self.padded_width;
         let h = self.height;
         let sc = &mut self.sweep;
@@ -335,13 +390,15 @@ impl IntegrationBuilder {
             let threads = rayon::current_num_threads();
             if budget == usize::MAX && fresh && threads >= 2 && h >= 256 && pw * h >= 1 << 18 {
                 let converged = parallel_rounds(dist, costs, sc, pw, h, threads);
+                // The work of all bands, or past the budget.
+                sc.cursor.work = converged.unwrap_or(sc.cursor.budget + 1);
                 let outcome = match converged {
                     Some(_) => finish(dist, model),
                     None => SweepOutcome::HandOver,
                 };
                 match converged {
-                    Some(work) => sc.judge((pw, h), work, &outcome),
-                    None => sc.hand_to_wave((pw, h)),
+                    Some(work) => sc.judge(sc.size, work, &outcome),
+                    None => sc.hand_to_wave(sc.size),
                 }
                 return outcome;
             }
@@ -368,7 +425,7 @@ impl IntegrationBuilder {
             }
             sc.cursor.changed = 0;
             if sc.cursor.work > sc.cursor.budget {
-                sc.hand_to_wave((pw, h));
+                sc.hand_to_wave(sc.size);
                 return SweepOutcome::HandOver;
             }
         }
@@ -376,7 +433,7 @@ impl IntegrationBuilder {
         // into the field never reads and the arrows read as no value, and the next sweeps need
         // not fill it again (on a map mostly rock, brc202d, the two passes over the whole map
         // were a seventh of a build).
-        let small = small_footprint(touched, dist.len());
+        let small = !self.columns && small_footprint(touched, dist.len());
         let outcome = if small {
             finish_blocks(dist, touched, model)
         } else {
@@ -387,7 +444,7 @@ impl IntegrationBuilder {
         let done = matches!(outcome, SweepOutcome::Done(_));
         self.touched_valid = done;
         self.inf_outside = done && small;
-        sc.judge((pw, h), sc.cursor.work, &outcome);
+        sc.judge(sc.size, sc.cursor.work, &outcome);
         outcome
     }
 }

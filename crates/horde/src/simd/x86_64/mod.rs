@@ -9,3 +9,4 @@ pub(crate) mod rooms;
 pub(crate) mod sse2;
 pub(crate) mod steer8;
 pub(crate) mod sweep;
+pub(crate) mod transpose;

@@ -1,0 +1,130 @@
+//! The transposition of a matrix of 32-bit cells, eight by eight in AVX2 registers, for the
+//! sweeps along columns (see `integration::columns`).
+
+use std::arch::x86_64::*;
+
+use crate::simd::Avx2;
+
+impl Avx2 {
+    /// [`transpose_u32`](crate::integration::columns::transpose_u32) with blocks of 8 × 8 cells
+    /// in registers ([`transpose_avx2`]): the same cells.
+    #[inline]
+    pub(crate) fn transpose_u32(self, src: &[u32], width: usize, rows: usize, dst: &mut [u32]) {
+        // SAFETY: an `Avx2` exists only where the CPU has AVX2, the kernel's only requirement.
+        unsafe { transpose_avx2(src, width, rows, dst) }
+    }
+}
+
+/// Cells of a block's side.
+const SIDE: usize = 8;
+
+/// `src` (`rows` rows of `width` cells) into `dst` (`width` rows of `rows` cells): blocks of
+/// 8 × 8 cells loaded as eight rows, turned by three rounds of unpacks and lane swaps, stored
+/// as eight columns; the cells beyond the last whole block of each side one by one.
+#[target_feature(enable = "avx2")]
+fn transpose_avx2(src: &[u32], width: usize, rows: usize, dst: &mut [u32]) {
+    assert!(src.len() >= width * rows && dst.len() >= width * rows);
+    let (full_rows, full_cols) = (rows - rows % SIDE, width - width % SIDE);
+    for y in (0..full_rows).step_by(SIDE) {
+        for x in (0..full_cols).step_by(SIDE) {
+            let load = |k: usize| {
+                let at = (y + k) * width + x;
+                let cells: &[u32; SIDE] = src[at..at + SIDE].try_into().expect("8 cells");
+                // SAFETY: reads the 8 u32 of `cells`.
+                unsafe { _mm256_loadu_si256(cells.as_ptr().cast()) }
+            };
+            let r = [
+                load(0),
+                load(1),
+                load(2),
+                load(3),
+                load(4),
+                load(5),
+                load(6),
+                load(7),
+            ];
+            // Pairs of rows interleaved, then pairs of pairs: each 128-bit half then holds four
+            // rows of one column (the low halves columns 0..4, the high ones 4..8).
+            let t = [
+                _mm256_unpacklo_epi32(r[0], r[1]),
+                _mm256_unpackhi_epi32(r[0], r[1]),
+                _mm256_unpacklo_epi32(r[2], r[3]),
+                _mm256_unpackhi_epi32(r[2], r[3]),
+                _mm256_unpacklo_epi32(r[4], r[5]),
+                _mm256_unpackhi_epi32(r[4], r[5]),
+                _mm256_unpacklo_epi32(r[6], r[7]),
+                _mm256_unpackhi_epi32(r[6], r[7]),
+            ];
+            let u = [
+                _mm256_unpacklo_epi64(t[0], t[2]),
+                _mm256_unpackhi_epi64(t[0], t[2]),
+                _mm256_unpacklo_epi64(t[1], t[3]),
+                _mm256_unpackhi_epi64(t[1], t[3]),
+                _mm256_unpacklo_epi64(t[4], t[6]),
+                _mm256_unpackhi_epi64(t[4], t[6]),
+                _mm256_unpacklo_epi64(t[5], t[7]),
+                _mm256_unpackhi_epi64(t[5], t[7]),
+            ];
+            let columns = [
+                _mm256_permute2x128_si256::<0x20>(u[0], u[4]),
+                _mm256_permute2x128_si256::<0x20>(u[1], u[5]),
+                _mm256_permute2x128_si256::<0x20>(u[2], u[6]),
+                _mm256_permute2x128_si256::<0x20>(u[3], u[7]),
+                _mm256_permute2x128_si256::<0x31>(u[0], u[4]),
+                _mm256_permute2x128_si256::<0x31>(u[1], u[5]),
+                _mm256_permute2x128_si256::<0x31>(u[2], u[6]),
+                _mm256_permute2x128_si256::<0x31>(u[3], u[7]),
+            ];
+            for (k, column) in columns.into_iter().enumerate() {
+                let at = (x + k) * rows + y;
+                let out: &mut [u32; SIDE] = (&mut dst[at..at + SIDE]).try_into().expect("8 cells");
+                // SAFETY: writes the 8 u32 of `out`.
+                unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), column) };
+            }
+        }
+        for x in full_cols..width {
+            for k in 0..SIDE {
+                dst[x * rows + y + k] = src[(y + k) * width + x];
+            }
+        }
+    }
+    for y in full_rows..rows {
+        for x in 0..width {
+            dst[x * rows + y] = src[y * width + x];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::integration::columns::transpose_plain;
+
+    #[test]
+    fn the_kernel_turns_every_shape_as_the_plain_code_does() {
+        let Some(avx2) = crate::simd::under_test::avx2() else {
+            return;
+        };
+        for (width, rows) in [
+            (1, 1),
+            (8, 8),
+            (9, 8),
+            (8, 9),
+            (17, 23),
+            (196, 196),
+            (3, 40),
+        ] {
+            let src: Vec<u32> = (0..width * rows)
+                .map(|i| i as u32 * 2_654_435_761)
+                .collect();
+            let mut plain = vec![0; width * rows];
+            let mut kernel = vec![1; width * rows];
+            transpose_plain(&src, width, rows, &mut plain);
+            avx2.transpose_u32(&src, width, rows, &mut kernel);
+            assert_eq!(kernel, plain, "{width} × {rows}");
+            assert_eq!(plain[width * rows - 1], src[width * rows - 1]);
+            if width > 1 && rows > 1 {
+                assert_eq!(plain[1], src[width], "{width} × {rows}");
+            }
+        }
+    }
+}
