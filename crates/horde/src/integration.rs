@@ -263,8 +263,8 @@ pub struct WaveStats {
 /// wave) and the working distances (4); 5 more once a map is swept along columns (its costs
 /// transposed and a second buffer of distances, see `columns`); plus the
 /// sweeps' bookkeeping (a bit per 16 cells and pass direction: 1/64 byte per cell), the wave's
-/// footprint (a bit per 16 cells: 1/128 byte per cell, kept twice: the copy describes the field
-/// written last), a row of candidates, two rows per thread for parallel sweeps, the wave's
+/// footprint (a bit per 16 cells: 1/128 byte per cell, kept three times: the copies describe the
+/// field written last and the spans listed last), a row of candidates, two rows per thread for parallel sweeps, the wave's
 /// bucket queue (at least 64 buckets, each keeping the storage of the most entries it held at
 /// once, 4 bytes per entry), the footprint's spans of the field written last (12 bytes per
 /// span), and the map's rooms and corridors once worked out (rooms: a bit and a half per padded
@@ -324,6 +324,8 @@ pub struct IntegrationBuilder {
     /// `spans_listed`.
     spans: Vec<(u32, u32, u32)>,
     spans_listed: bool,
+    /// The padded width and the footprint `spans` were listed from.
+    spans_of: (usize, Vec<u64>),
     /// The build being started will run in one call (`build_into`), and, once started, whether
     /// its wave crosses rooms.
     one_shot: bool,
@@ -812,10 +814,17 @@ impl IntegrationBuilder {
         let (w, pw) = (self.width, self.padded_width);
         // Both the sweeps and the wave leave walls and unreachable cells UNREACHABLE.
         // The footprint's spans are listed once, for the copy here and for the arrows after.
-        self.spans.clear();
         self.spans_listed = self.footprint_is_small();
         if self.spans_listed {
-            list_spans(&self.touched, pw, self.height, &mut self.spans);
+            // Builds for other goals over one map reach the same cells, the whole of a
+            // connected dungeon: the spans of the last footprint listed are kept while it
+            // stays the same.
+            if self.spans_of.0 != pw || self.spans_of.1 != self.touched {
+                self.spans.clear();
+                list_spans(&self.touched, pw, self.height, &mut self.spans);
+                self.spans_of.0 = pw;
+                self.spans_of.1.clone_from(&self.touched);
+            }
             // A field written last from a footprint is unreachable outside it: only the blocks
             // that footprint had and this one lacks need clearing (on a dungeon nineteen cells
             // in twenty are rock, written once instead of at every build).
