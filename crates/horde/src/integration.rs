@@ -305,6 +305,9 @@ pub struct IntegrationBuilder {
     /// and caves, where the test for corridors costs more than the walks save).
     walk_skip: u32,
     walk_skip_size: (usize, usize),
+    /// The map (cost version) whose last wave that recorded its footprint reached most of it,
+    /// and the waves over it left to go without recording theirs (see `footprint_unwanted`).
+    unmarked: (u64, u32),
     /// The legal steps of every padded cell as a bit per direction (see `moves_of_row`; the
     /// corner rule applied; 0 on walls), worked out from `costs` for the wave, which then reads
     /// one byte per cell instead of the eight around it.
@@ -399,6 +402,8 @@ struct WaveState {
     walked: usize,
     /// This wave crosses rooms in one step and fills them when done (one-shot waves only).
     rooms: bool,
+    /// The wave records its footprint (see `footprint_unwanted`).
+    mark: bool,
     /// Seeds as (value, padded cell), sorted; each joins the wave when it reaches its bucket.
     seeds: Vec<(u32, u32)>,
     next_seed: usize,
@@ -721,6 +726,7 @@ impl IntegrationBuilder {
                 }
                 self.wave.walks = max_cells == usize::MAX && !skip;
                 self.wave.rooms = max_cells == usize::MAX && self.take_rooms();
+                self.wave.mark = self.wave.rooms || !self.footprint_unwanted();
             }
             let graph = self.wave.rooms && self.use_graph;
             let run = if graph {
@@ -742,6 +748,10 @@ impl IntegrationBuilder {
             match outcome {
                 Ok(done) => {
                     self.wave.done = done;
+                    if done && !self.wave.mark {
+                        // Nothing says which cells the wave reached.
+                        self.touched_valid = false;
+                    }
                     let walked = self.wave.walked;
                     // A wave over the crossing graph walks no corridors: no verdict on walks.
                     let walking = self.wave.walks && !(graph && self.wave.rooms);
@@ -815,6 +825,15 @@ impl IntegrationBuilder {
         // Both the sweeps and the wave leave walls and unreachable cells UNREACHABLE.
         // The footprint's spans are listed once, for the copy here and for the arrows after.
         self.spans_listed = self.footprint_is_small();
+        if !self.wave.sweeping && !self.wave.rooms && self.wave.mark && self.touched_valid {
+            // A plain wave that recorded its footprint: if it reached most of the map (a maze),
+            // the next waves over it need not record theirs.
+            self.unmarked = if self.spans_listed || self.cost_version == 0 {
+                (0, 0)
+            } else {
+                (self.cost_version, UNMARKED_WAVES)
+            };
+        }
         if self.spans_listed {
             // Builds for other goals over one map reach the same cells, the whole of a
             // connected dungeon: the spans of the last footprint listed are kept while it
@@ -1206,6 +1225,20 @@ impl IntegrationBuilder {
         self.touched_valid && small_footprint(&self.touched, self.dist.len())
     }
 
+    /// Whether the wave about to run may go without recording its footprint: the last wave
+    /// over this map (unchanged) that recorded one reached more than a third of it, so that
+    /// the copy into the field and the arrows went over the whole map anyway. A maze's wave
+    /// then saves a mark per cell reached; every `UNMARKED_WAVES + 1`-th wave records its
+    /// footprint again (another goal may reach less).
+    fn footprint_unwanted(&mut self) -> bool {
+        let (map, left) = &mut self.unmarked;
+        if *map == 0 || *map != self.cost_version || *left == 0 {
+            return false;
+        }
+        *left -= 1;
+        true
+    }
+
     /// Set up Dial's buckets and queue the seeds.
     fn seed(&mut self, seeds: Vec<(u32, u32)>, max_terrain: u8) {
         let diagonal = self.model.diagonal();
@@ -1246,6 +1279,7 @@ impl IntegrationBuilder {
             table: false,
             walked: 0,
             rooms: false,
+            mark: true,
             seeds,
             next_seed: 0,
         };
@@ -1285,6 +1319,7 @@ impl IntegrationBuilder {
         let buckets = &mut self.buckets[..mask + 1];
         let touched = &mut self.touched[..];
         let rooms = st.rooms.then_some(&self.rooms);
+        let mark = st.mark;
         let mut left = budget;
         loop {
             if !st.draining {
@@ -1376,6 +1411,7 @@ impl IntegrationBuilder {
                     reached: 0,
                     walks: &walks,
                     rooms,
+                    mark,
                 };
                 queue.expand(d, c);
                 st.pending += queue.pushed;
@@ -1435,6 +1471,10 @@ const WALKED_SHARE: usize = 10;
 /// in cache still, large enough that the vector loop's tail is rare.
 const MAX_TERRAIN_GROUP: usize = 8192;
 
+/// Waves over a map that go without recording their footprint (see
+/// `IntegrationBuilder::footprint_unwanted`) before one records it again.
+const UNMARKED_WAVES: u32 = 16;
+
 /// Buckets of the wave's queue at the least: room for walks along corridors.
 const MIN_BUCKETS: usize = 64;
 
@@ -1456,6 +1496,8 @@ struct Queue<'a, const UNIFORM: bool, const WALKS: bool, const TABLE: bool> {
     walks: &'a Walks,
     /// The map's rooms, when this wave crosses them.
     rooms: Option<&'a rooms::Rooms>,
+    /// Record the cells given values in the footprint.
+    mark: bool,
 }
 
 /// What walks along corridors need (read only when there is a corridor).
@@ -1580,7 +1622,9 @@ impl<const UNIFORM: bool, const WALKS: bool, const TABLE: bool> Queue<'_, UNIFOR
         let old = self.dist[j];
         if nd < old {
             self.dist[j] = nd;
-            touch(self.touched, j);
+            if self.mark {
+                touch(self.touched, j);
+            }
             if WALKS {
                 self.reached += (old == UNREACHABLE) as usize;
                 let prices = self.walks.prices;
@@ -1641,7 +1685,9 @@ impl<const UNIFORM: bool, const WALKS: bool, const TABLE: bool> Queue<'_, UNIFOR
                 return;
             }
             self.dist[next] = nv;
-            touch(self.touched, next);
+            if self.mark {
+                touch(self.touched, next);
+            }
             self.reached += (old == UNREACHABLE) as usize;
             self.walks.walked.set(self.walks.walked.get() + 1);
             match corridor_step(
@@ -2255,6 +2301,46 @@ mod tests {
             stack.push((nx, ny));
         }
         cost
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn waves_over_a_maze_they_fill_go_without_their_footprint_and_give_the_same_field() {
+        let cost = maze(24, 5);
+        let m = CostModel::TenFourteen;
+        let mut b = IntegrationBuilder::new();
+        b.set_sweeps(false);
+        let mut field = IntegrationField::new(*cost.grid(), m);
+        let mut flow = crate::FlowField::new(*cost.grid());
+        let mut recorded = Vec::new();
+        for k in 0..2 * UNMARKED_WAVES as usize {
+            let goal = UVec2::new(1 + 2 * (k as u32 * 7 % 24), 1 + 2 * (k as u32 * 11 % 24));
+            b.build_into(&cost, &[goal], m, &mut field).unwrap();
+            b.flow_into(&mut flow).unwrap();
+            recorded.push(b.wave.mark);
+            assert_eq!(field, first_build(&cost, &[goal], m), "build {k}");
+            assert_eq!(
+                flow,
+                crate::FlowField::from_integration(&cost, &field).unwrap()
+            );
+        }
+        // The first wave records its footprint, the whole maze; the next sixteen go without,
+        // then one records it again.
+        let expected: Vec<bool> = (0..recorded.len())
+            .map(|k| k % (UNMARKED_WAVES as usize + 1) == 0)
+            .collect();
+        assert_eq!(recorded, expected);
+        // A map whose waves reach a small part keeps recording (and using) the footprint.
+        let mut walled = maze(24, 5);
+        walled
+            .fill_rect(UVec2::new(0, 8), UVec2::new(48, 8), WALL)
+            .unwrap();
+        for k in 0..4 {
+            let goal = UVec2::new(1 + 2 * k, 1);
+            b.build_into(&walled, &[goal], m, &mut field).unwrap();
+            assert!(b.wave.mark && b.footprint_is_small(), "build {k}");
+            assert_eq!(field, first_build(&walled, &[goal], m));
+        }
     }
 
     #[test]
