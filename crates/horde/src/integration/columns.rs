@@ -305,6 +305,11 @@ mod tests {
         (field, flow)
     }
 
+    /// The cells of `cells` that are walkable on `cost`.
+    fn walkable(cost: &CostField, cells: impl Iterator<Item = UVec2>) -> Vec<UVec2> {
+        cells.filter(|&g| cost.is_walkable(g)).collect()
+    }
+
     /// Builds over `cost` from `goals` in turn with one builder, each checked against a wave.
     fn builds_equal_the_wave(b: &mut IntegrationBuilder, cost: &CostField, goals: &[UVec2]) {
         let model = CostModel::TenFourteen;
@@ -323,10 +328,7 @@ mod tests {
     #[cfg_attr(miri, ignore)]
     fn lanes_across_the_rows_are_swept_along_columns_into_the_waves_field() {
         let cost = lanes(96, 40, 6);
-        let goals: Vec<UVec2> = (0..12)
-            .map(|k| UVec2::new(1 + 7 * k, (k * 13) % 40))
-            .collect();
-        let goals: Vec<UVec2> = goals.into_iter().filter(|&g| cost.is_walkable(g)).collect();
+        let goals = walkable(&cost, (0..12).map(|k| UVec2::new(1 + 7 * k, (k * 13) % 40)));
         let mut b = IntegrationBuilder::new();
         builds_equal_the_wave(&mut b, &cost, &goals);
         let (rows, columns) = b.sweep.ways().known();
@@ -371,10 +373,10 @@ mod tests {
                 cost.set(UVec2::new(x, y), c).unwrap();
             }
         }
-        let goals: Vec<UVec2> = (0..8)
-            .map(|k| UVec2::new(2 + 11 * k, 1 + (k * 7) % 38))
-            .collect();
-        let goals: Vec<UVec2> = goals.into_iter().filter(|&g| cost.is_walkable(g)).collect();
+        let goals = walkable(
+            &cost,
+            (0..8).map(|k| UVec2::new(2 + 11 * k, 1 + (k * 7) % 38)),
+        );
         let mut b = IntegrationBuilder::new();
         builds_equal_the_wave(&mut b, &cost, &goals);
         let (rows, columns) = b.sweep.ways().known();
