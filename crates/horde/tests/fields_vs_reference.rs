@@ -471,7 +471,10 @@ proptest! {
     #[test]
     fn one_shot_builds_over_one_map_either_way_equal_the_reference(
         cost in arb_map(48),
-        builds in proptest::collection::vec((any::<u64>(), models(), proptest::option::of(any::<u64>())), 3..9),
+        builds in proptest::collection::vec(
+            (any::<u64>(), models(), proptest::option::of(any::<u64>())),
+            3..9,
+        ),
     ) {
         let mut cost = cost;
         let mut builder = IntegrationBuilder::new();
@@ -479,8 +482,9 @@ proptest! {
         let mut flow = FlowField::new(*cost.grid());
         for (pick, model, edit) in builds {
             if let Some(e) = edit.filter(|e| e % 4 == 0) {
-                let cell = UVec2::new((e >> 8) as u32 % cost.width(), (e >> 24) as u32 % cost.height());
-                cost.set(cell, if e >> 40 & 1 == 0 { WALL } else { 1 + (e >> 41) as u8 % 9 }).unwrap();
+                let (x, y) = ((e >> 8) as u32 % cost.width(), (e >> 24) as u32 % cost.height());
+                let terrain = if e >> 40 & 1 == 0 { WALL } else { 1 + (e >> 41) as u8 % 9 };
+                cost.set(UVec2::new(x, y), terrain).unwrap();
             }
             let goals = pick_walkable(&cost, &[pick]);
             if goals.is_empty() {
