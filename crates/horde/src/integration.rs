@@ -727,6 +727,12 @@ impl IntegrationBuilder {
                 self.wave.walks = max_cells == usize::MAX && !skip;
                 self.wave.rooms = max_cells == usize::MAX && self.take_rooms();
                 self.wave.mark = self.wave.rooms || !self.footprint_unwanted();
+                if !self.wave.mark {
+                    // Nothing says which cells the wave writes: a build started again before
+                    // this one ends (a sliced build, an edit between two slices) must reset
+                    // every cell, not only the last footprint's.
+                    self.touched_valid = false;
+                }
             }
             let graph = self.wave.rooms && self.use_graph;
             let run = if graph {
@@ -748,10 +754,6 @@ impl IntegrationBuilder {
             match outcome {
                 Ok(done) => {
                     self.wave.done = done;
-                    if done && !self.wave.mark {
-                        // Nothing says which cells the wave reached.
-                        self.touched_valid = false;
-                    }
                     let walked = self.wave.walked;
                     // A wave over the crossing graph walks no corridors: no verdict on walks.
                     let walking = self.wave.walks && !(graph && self.wave.rooms);
@@ -2340,6 +2342,28 @@ mod tests {
             b.build_into(&walled, &[goal], m, &mut field).unwrap();
             assert!(b.wave.mark && b.footprint_is_small(), "build {k}");
             assert_eq!(field, first_build(&walled, &[goal], m));
+        }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn a_wave_without_its_footprint_left_half_done_leaves_nothing_behind() {
+        // A sliced wave that records no footprint, dropped halfway (a new goal, an edit between
+        // two slices): the next build must not find the cells it wrote among those it takes
+        // for unreached (it did, and kept their values).
+        let cost = maze(24, 5);
+        let m = CostModel::TenFourteen;
+        let mut b = IntegrationBuilder::new();
+        b.set_sweeps(false);
+        let mut field = IntegrationField::new(*cost.grid(), m);
+        b.build_into(&cost, &[UVec2::new(1, 1)], m, &mut field).unwrap();
+        for k in 0..4 {
+            b.start(&cost, &[UVec2::new(47, 47)], m).unwrap();
+            assert!(matches!(b.advance(200), Ok(BuildProgress::Running { .. })));
+            assert!(!b.wave.mark, "slice {k} records no footprint");
+            let goal = [UVec2::new(1 + 2 * k, 23)];
+            b.build_into(&cost, &goal, m, &mut field).unwrap();
+            assert_eq!(field, first_build(&cost, &goal, m), "build {k}");
         }
     }
 
