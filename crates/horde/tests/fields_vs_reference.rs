@@ -123,7 +123,8 @@ proptest! {
         model in models(),
         picks in proptest::collection::vec(any::<u64>(), 1..5),
     ) {
-        // Terrain stripped: the wave takes its uniform-cost path.
+        // Terrain stripped: the wave takes its uniform-cost path, and the sweeps tell the row a
+        // pass came from only about the cells the scans along a row improved.
         let plain: Vec<u8> = cost.costs().iter().map(|&c| if c == WALL { WALL } else { 1 }).collect();
         let cost = CostField::from_costs(*cost.grid(), plain).unwrap();
         let goals = pick_walkable(&cost, &picks);

@@ -75,6 +75,12 @@ pub(crate) struct SweepScratch {
     candidates: Vec<u32>,
     /// The chunks of columns next to cells the current row changed (`words` words).
     marks: Vec<u64>,
+    /// The chunks of columns next to cells the current row improved along itself (by the
+    /// scans, not by an offer from the row before): on a map of plain ground only these can
+    /// improve the row before, which the pass came from (see [`tell_neighbours`]).
+    back: Vec<u64>,
+    /// Whether the row before looks only at `back` (every walkable cell of terrain 1).
+    back_only: bool,
     /// Builds left to send straight to the wave, and the map size that earned it; hand-overs of
     /// that size in a row (each doubles the wait, see `RETRY_AFTER`).
     skip: u32,
@@ -309,6 +315,9 @@ impl IntegrationBuilder {
         sc.candidates.resize(pw, INF);
         sc.marks.clear();
         sc.marks.resize(sc.words, 0);
+        sc.back.clear();
+        sc.back.resize(sc.words, 0);
+        sc.back_only = self.max_terrain == crate::cost::PLAIN;
         #[cfg(feature = "parallel")]
         {
             let rows: usize = seeds.iter().map(|&(_, c)| c as usize / pw).sum();
@@ -638,6 +647,8 @@ fn parallel_rounds(
     for b in &mut sc.bands {
         b.candidates.resize(pw, INF);
         b.marks.resize(words, 0);
+        b.back.clear();
+        b.back.resize(words, 0);
         for edge in &mut b.edges {
             edge.resize(words, 0);
         }
@@ -754,6 +765,9 @@ struct BandResult {
 struct BandScratch {
     candidates: Vec<u32>,
     marks: Vec<u64>,
+    /// The back marks, unused: every change is told to both rows (a band's edge row reads a
+    /// copy of the row beyond it).
+    back: Vec<u64>,
     edges: [Vec<u64>; 2],
     result: BandResult,
 }
@@ -818,7 +832,7 @@ fn sweep_band(
                 prices,
                 table,
                 &mut scratch.candidates,
-                &mut scratch.marks,
+                (&mut scratch.marks, &mut scratch.back),
                 lo,
                 hi,
             );
@@ -845,6 +859,7 @@ fn sweep_band(
             out.outgoing[1] = Some(y - 1);
         }
         marks.fill(0);
+        scratch.back.fill(0);
     }
     out
 }
@@ -933,34 +948,54 @@ fn mark_span(marks: &mut [u64], span: Span) {
 /// Row `y` changed next to its marks: the rows above and below must look there. Clears the
 /// marks.
 fn spread(sc: &mut SweepScratch, y: usize, h: usize) {
-    tell_neighbours(&mut sc.need, &mut sc.needy, sc.words, y, h, &mut sc.marks);
+    let marked = (&mut sc.marks[..], &mut sc.back[..]);
+    tell_neighbours((&mut sc.need, &mut sc.needy), sc.words, y, h, marked, None);
 }
 
 /// The rows above and below row `y` must look at `marks` on their next pass (bottom-up for the
-/// row above, top-down for the row below). Clears the marks, in the same loop (a `fill` of a
-/// row's one or two words was a call to `memset` per row changed).
+/// row above, top-down for the row below); during a pass (`pass`: 0 top-down, 1 bottom-up) on a
+/// map of plain ground, the row the pass came from looks only at `back`. Clears both marks, in
+/// the same loop (a `fill` of a row's one or two words was a call to `memset` per row changed).
+///
+/// Why `back` is enough there: a cell that took an offer from the row before, from cell `p`,
+/// cannot improve any cell `q` of that row. That row is consistent along itself (every row is
+/// after its passes), so `q` is at most `p` plus the straight steps between them: none, one, or
+/// two with the cell between walkable (the corner rule wants it for a diagonal offer). The way
+/// from `q` through the cell to `p` is two steps, one of them diagonal unless `q` is `p`: with
+/// every walkable cell's terrain 1 it costs more (10 + 14 > 10, 14 + 14 > 20). Heavier terrain
+/// breaks that (two straight steps across a swamp), so other maps tell both rows everything.
 #[inline(always)]
 fn tell_neighbours(
-    need: &mut [Vec<u64>; 2],
-    needy: &mut [Vec<u64>; 2],
+    (need, needy): (&mut [Vec<u64>; 2], &mut [Vec<u64>; 2]),
     words: usize,
     y: usize,
     h: usize,
-    marks: &mut [u64],
+    (marks, back): (&mut [u64], &mut [u64]),
+    pass: Option<usize>,
 ) {
     // The padded rows 0 and h + 1 have needs too, which no pass reads.
     let [down, up] = need;
     let below = &mut down[(y + 1) * words..][..words];
     let above = &mut up[(y - 1) * words..][..words];
-    for ((b, a), m) in below.iter_mut().zip(above.iter_mut()).zip(marks.iter_mut()) {
-        *b |= *m;
-        *a |= *m;
+    let (mut to_below, mut to_above) = (0, 0);
+    let rows = below.iter_mut().zip(above.iter_mut());
+    for ((b, a), (m, k)) in rows.zip(marks.iter_mut().zip(back.iter_mut())) {
+        let (for_below, for_above) = match pass {
+            None => (*m, *m),
+            Some(0) => (*m, *k),
+            Some(_) => (*k, *m),
+        };
+        *b |= for_below;
+        *a |= for_above;
+        to_below |= for_below;
+        to_above |= for_above;
         *m = 0;
+        *k = 0;
     }
-    if y < h {
+    if y < h && to_below != 0 {
         needy[0][(y + 1) / 64] |= 1 << ((y + 1) % 64);
     }
-    if y > 1 {
+    if y > 1 && to_above != 0 {
         needy[1][(y - 1) / 64] |= 1 << ((y - 1) % 64);
     }
 }
@@ -1023,6 +1058,10 @@ pub(crate) type SweptMap<'a> = (&'a mut [u32], &'a [u8], &'a mut [u64]);
 /// A row and the row before it, and their terrain: `(cur, prev, terrain, prev_terrain)`.
 pub(crate) type Rows<'a> = (&'a mut [u32], &'a [u32], &'a [u8], &'a [u8]);
 
+/// A row pass's marks: the chunks next to every cell it changed, and `back`, the chunks next to
+/// the cells it improved along the row (see [`SweepScratch::back`]); a superset will do.
+pub(crate) type Marked<'a> = (&'a mut [u64], &'a mut [u64]);
+
 /// What a row pass takes: the rows, the build's prices and table of straight steps, a row of
 /// scratch (the plain kernel's candidates), the marks, and columns `lo..=hi`.
 pub(crate) type RowPassArgs<'a> = (
@@ -1030,7 +1069,7 @@ pub(crate) type RowPassArgs<'a> = (
     Prices,
     &'a [u32; 256],
     &'a mut [u32],
-    &'a mut [u64],
+    Marked<'a>,
     usize,
     usize,
 );
@@ -1038,12 +1077,27 @@ pub(crate) type RowPassArgs<'a> = (
 /// The plain row pass: the candidates from the row before, then the scans along the row.
 #[inline(always)]
 fn plain_row_pass(
-    ((cur, prev, terrain, prev_terrain), prices, table, cand, marks, lo, hi): RowPassArgs,
+    ((cur, prev, terrain, prev_terrain), prices, table, cand, (marks, back), lo, hi): RowPassArgs,
 ) -> Span {
     candidates(prev, terrain, prev_terrain, prices, cand, lo, hi);
     let span = settle(cur, terrain, table, cand, lo, hi);
     mark_span(marks, span);
+    mark_back(back, cur, cand, span, lo, hi);
     span
+}
+
+/// The back marks of a plain row pass over `lo..=hi` that changed `span`: the cells beyond
+/// `lo..=hi` (only the scans reach them) and those below their offer (the scans improved them,
+/// or they did not change).
+fn mark_back(back: &mut [u64], cur: &[u32], cand: &[u32], span: Span, lo: usize, hi: usize) {
+    if span.lo > span.hi {
+        return;
+    }
+    for x in span.lo as usize..=span.hi as usize {
+        if x < lo || x > hi || cur[x] < cand[x] {
+            mark_cells(back, x, x);
+        }
+    }
 }
 
 /// The rest of the current pass (`sc.cursor`), row by row, until its last row (true) or until
@@ -1069,6 +1123,8 @@ pub(crate) fn sweep_rows(
     let need = &mut sc.need;
     let needy = &mut sc.needy;
     let marks = &mut sc.marks[..];
+    let back = &mut sc.back[..];
+    let back_only = sc.back_only;
     let cand = &mut sc.candidates[..];
     let cursor = &mut sc.cursor;
     while cursor.k < h {
@@ -1105,14 +1161,16 @@ pub(crate) fn sweep_rows(
         while let Some((lo, hi)) = take_run(&mut need[upward as usize][y * words..][..words], pw) {
             let (cur, prev) = rows_mut(dist, y, pred, pw);
             let rows = (cur, prev, &costs[r..r + pw], &costs[p..p + pw]);
-            let span = row_pass((rows, prices, table, &mut *cand, &mut *marks, lo, hi));
+            let marked = (&mut *marks, &mut *back);
+            let span = row_pass((rows, prices, table, &mut *cand, marked, lo, hi));
             cursor.work += (hi + 1 - lo) as u64;
             touch_span(touched, r, span);
             changed |= span.lo <= span.hi;
         }
         if changed {
             cursor.changed += 1;
-            tell_neighbours(need, needy, words, y, h, marks);
+            let pass = back_only.then_some(usize::from(upward));
+            tell_neighbours((need, needy), words, y, h, (marks, back), pass);
         }
     }
     true
@@ -1144,7 +1202,7 @@ fn row_pass(
     prices: Prices,
     table: &[u32; 256],
     cand: &mut [u32],
-    marks: &mut [u64],
+    marks: Marked,
     lo: usize,
     hi: usize,
 ) -> Span {
@@ -1174,7 +1232,7 @@ pub(crate) fn rightwards_tail(
     (prev, terrain, prev_terrain): (&[u32], &[u8], &[u8]),
     prices: Prices,
     table: &[u32; 256],
-    marks: &mut [u64],
+    (marks, back): Marked,
     mut x: usize,
     hi: usize,
     mut c: u32,
@@ -1193,12 +1251,16 @@ pub(crate) fn rightwards_tail(
             prices,
         );
         let v = cur[x];
-        c = v.min(offer).min(c + table[terrain[x] as usize]);
+        let taken = v.min(offer);
+        c = taken.min(c + table[terrain[x] as usize]);
         cur[x] = c;
         if c < v {
             first = first.min(x);
             last = x;
             mark_cells(marks, x, x);
+            if c < taken {
+                mark_cells(back, x, x);
+            }
         }
         x += 1;
     }
@@ -1208,6 +1270,7 @@ pub(crate) fn rightwards_tail(
     let beyond = improve_right(cur, terrain, table, hi, c);
     let right = if beyond > hi {
         mark_cells(marks, hi + 1, beyond);
+        mark_cells(back, hi + 1, beyond);
         beyond
     } else {
         last
@@ -1224,7 +1287,7 @@ pub(crate) fn leftwards_tail(
     cur: &mut [u32],
     terrain: &[u8],
     table: &[u32; 256],
-    marks: &mut [u64],
+    (marks, back): Marked,
     mut x: usize,
     first: usize,
     mut c: u32,
@@ -1239,10 +1302,12 @@ pub(crate) fn leftwards_tail(
     }
     if tail > first {
         mark_cells(marks, first, tail - 1);
+        mark_cells(back, first, tail - 1);
     }
     let left = improve_left(cur, terrain, table, first, c);
     if left < first {
         mark_cells(marks, left, first - 1);
+        mark_cells(back, left, first - 1);
     }
     Span {
         lo: left as u32,
@@ -1477,7 +1542,7 @@ mod tests {
 
     /// A vector row pass, as the builder calls it.
     #[cfg(target_arch = "x86_64")]
-    type VectorRowPass = Box<dyn Fn(Rows, Prices, &[u32; 256], &mut [u64], usize, usize) -> Span>;
+    type VectorRowPass = Box<dyn Fn(Rows, Prices, &[u32; 256], Marked, usize, usize) -> Span>;
 
     /// The vector row passes this CPU can run, by name.
     #[cfg(target_arch = "x86_64")]
@@ -1542,6 +1607,39 @@ mod tests {
             let mut plain = row.clone();
             candidates(&prev, &terrain, &prev_terrain, prices, &mut cand, lo, hi);
             let a = settle(&mut plain, &terrain, &table, &cand, lo, hi);
+            // The cells the scans improved: below both what they held and their offer (cells
+            // beyond the columns passed have no offer).
+            let offer = |x: usize| if (lo..=hi).contains(&x) { cand[x] } else { INF };
+            let scanned: Vec<usize> = (1..n - 1)
+                .filter(|&x| plain[x] < row[x].min(offer(x)))
+                .collect();
+            let words = n.div_ceil(COLUMNS_PER_MARK).div_ceil(64);
+            let marked = |bits: &[u64], x: usize| {
+                [x - 1, x, x + 1]
+                    .map(|x| x / COLUMNS_PER_MARK)
+                    .iter()
+                    .all(|&c| bits[c / 64] & 1 << (c % 64) != 0)
+            };
+            // The plain pass's back marks cover them.
+            let (mut marks, mut back) = (vec![0u64; words], vec![0u64; words]);
+            let rows = (
+                &mut row.clone()[..],
+                &prev[..],
+                &terrain[..],
+                &prev_terrain[..],
+            );
+            plain_row_pass((
+                rows,
+                prices,
+                &table,
+                &mut cand,
+                (&mut marks, &mut back),
+                lo,
+                hi,
+            ));
+            for &x in &scanned {
+                assert!(marked(&back, x), "plain: seed {seed}, cell {x}");
+            }
             // The plain pass leaves the row consistent along itself too.
             let mut closed = plain.clone();
             scan(&mut closed, &terrain, &table, 1, n as u32 - 2);
@@ -1550,20 +1648,21 @@ mod tests {
             #[cfg(target_arch = "x86_64")]
             for (name, kernel) in vector_row_passes() {
                 let mut wide = row.clone();
-                let mut marks = vec![0u64; n.div_ceil(COLUMNS_PER_MARK).div_ceil(64)];
+                let (mut marks, mut back) = (vec![0u64; words], vec![0u64; words]);
                 let rows = (&mut wide[..], &prev[..], &terrain[..], &prev_terrain[..]);
-                let b = kernel(rows, prices, &table, &mut marks, lo, hi);
+                let b = kernel(rows, prices, &table, (&mut marks, &mut back), lo, hi);
                 assert_eq!(
                     plain, wide,
                     "{name}: seed {seed}, n {n}, columns {lo}..={hi}"
                 );
                 assert_eq!((a.lo, a.hi), (b.lo, b.hi), "{name}: seed {seed}");
-                // Every cell next to a changed one is in a marked chunk.
+                // Every cell next to a changed one is in a marked chunk, and next to one the scans
+                // improved in a chunk marked back.
                 for x in (1..n - 1).filter(|&x| wide[x] != row[x]) {
-                    for c in [x - 1, x, x + 1].map(|x| x / COLUMNS_PER_MARK) {
-                        let marked = marks[c / 64] & 1 << (c % 64) != 0;
-                        assert!(marked, "{name}: seed {seed}, cell {x}");
-                    }
+                    assert!(marked(&marks, x), "{name}: seed {seed}, cell {x}");
+                }
+                for &x in &scanned {
+                    assert!(marked(&back, x), "{name}: back, seed {seed}, cell {x}");
                 }
             }
         }

@@ -5,7 +5,7 @@ use std::arch::x86_64::*;
 
 use crate::cost::{CostModel, WALL};
 use crate::integration::sweep::{
-    EMPTY, INF, Prices, RowPassArgs, SweepOutcome, SweepScratch, SweptMap, finish_lanes,
+    EMPTY, INF, Marked, Prices, RowPassArgs, SweepOutcome, SweepScratch, SweptMap, finish_lanes,
     for_marked, last_block, leftwards_tail, mark_cells, rightwards_tail, sweep_rows,
 };
 #[cfg(any(feature = "parallel", test))]
@@ -37,7 +37,7 @@ impl Avx2 {
         (cur, prev, terrain, prev_terrain): Rows,
         prices: Prices,
         table: &[u32; 256],
-        marks: &mut [u64],
+        marks: Marked,
         lo: usize,
         hi: usize,
     ) -> Span {
@@ -106,7 +106,7 @@ impl Avx512 {
         (cur, prev, terrain, prev_terrain): Rows,
         prices: Prices,
         table: &[u32; 256],
-        marks: &mut [u64],
+        marks: Marked,
         lo: usize,
         hi: usize,
     ) -> Span {
@@ -362,7 +362,7 @@ macro_rules! row_pass_avx2_body {
         let prev_terrain: &[u8] = $prev_terrain;
         let prices: Prices = $prices;
         let table: &[u32; 256] = $table;
-        let marks: &mut [u64] = $marks;
+        let (marks, back): Marked = $marks;
         let lo: usize = $lo;
         let hi: usize = $hi;
         let wall = _mm_set1_epi8(WALL as i8);
@@ -437,7 +437,16 @@ macro_rules! row_pass_avx2_body {
                 let kept =
                     _mm256_cmpeq_epi32(_mm256_min_epu32(_mm256_add_epi32(shifted, w), nv), nv);
                 if _mm256_movemask_ps(_mm256_castsi256_ps(kept)) != 0xFF {
+                    let taken = nv;
                     nv = prefix_scan::<false>(nv, w, carry);
+                    // The lanes the scan improved: the row before must look there.
+                    let same =
+                        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(nv, taken)));
+                    let scanned = !same as u32 & 0xFF;
+                    if scanned != 0 {
+                        let (a, b) = (scanned.trailing_zeros(), 31 - scanned.leading_zeros());
+                        mark_cells(back, x + a as usize, x + b as usize);
+                    }
                 }
                 _mm256_storeu_si256(row.as_mut_ptr().cast(), nv);
                 carry = _mm256_permutevar8x32_epi32(nv, last_lane);
@@ -452,9 +461,18 @@ macro_rules! row_pass_avx2_body {
         }
         let c = _mm256_cvtsi256_si32(carry) as u32;
         let rows = (prev, terrain, prev_terrain);
-        let Some((first, right)) =
-            rightwards_tail(cur, rows, prices, table, marks, x, hi, c, first, last)
-        else {
+        let Some((first, right)) = rightwards_tail(
+            cur,
+            rows,
+            prices,
+            table,
+            (&mut *marks, &mut *back),
+            x,
+            hi,
+            c,
+            first,
+            last,
+        ) else {
             return EMPTY;
         };
         // Leftwards from `right` down to `first`: blocks of cells `x - 8..x`, from the cell at `x`.
@@ -490,6 +508,7 @@ macro_rules! row_pass_avx2_body {
                     let nv = prefix_scan::<true>(v, w, carry);
                     _mm256_storeu_si256(row.as_mut_ptr().cast(), nv);
                     mark_cells(marks, at, x - 1);
+                    mark_cells(back, at, x - 1);
                     nv
                 } else {
                     v
@@ -499,7 +518,7 @@ macro_rules! row_pass_avx2_body {
             x = at;
         }
         let c = _mm256_cvtsi256_si32(carry) as u32;
-        leftwards_tail(cur, terrain, table, marks, x, first, c, right)
+        leftwards_tail(cur, terrain, table, (marks, back), x, first, c, right)
     }};
 }
 
@@ -514,7 +533,8 @@ macro_rules! row_pass_avx2_body {
 /// The row must be consistent along itself before (no cell improves from a neighbour in the
 /// row), as the builder keeps every row: then the cells that change are exactly those of
 /// plain `settle`, and so is the span returned. The marks are those of the blocks of eight that
-/// changed, finer than the span's.
+/// changed, finer than the span's; the back marks cover the cells the scans along the row
+/// improved (a block's lanes going rightwards, the blocks that changed going leftwards).
 #[cfg(any(feature = "parallel", test))]
 #[target_feature(enable = "avx2")]
 #[allow(clippy::too_many_arguments)]
@@ -525,7 +545,7 @@ fn row_pass_avx2(
     prev_terrain: &[u8],
     prices: Prices,
     table: &[u32; 256],
-    marks: &mut [u64],
+    marks: Marked,
     lo: usize,
     hi: usize,
 ) -> Span {
@@ -553,7 +573,7 @@ macro_rules! row_pass_avx512_body {
         let prev_terrain: &[u8] = $prev_terrain;
         let prices: Prices = $prices;
         let table: &[u32; 256] = $table;
-        let marks: &mut [u64] = $marks;
+        let (marks, back): Marked = $marks;
         let lo: usize = $lo;
         let hi: usize = $hi;
         const WIDE: usize = 16;
@@ -616,7 +636,14 @@ macro_rules! row_pass_avx512_body {
                 let shifted = _mm512_alignr_epi32::<15>(nv, before);
                 if _mm512_cmplt_epu32_mask(_mm512_add_epi32(shifted, w), nv) != 0 {
                     let carry = _mm512_permutexvar_epi32(_mm512_set1_epi32(15), before);
+                    let taken = nv;
                     nv = wide_prefix_scan::<false>(nv, w, carry);
+                    // The lanes the scan improved: the row before must look there.
+                    let scanned = _mm512_cmplt_epu32_mask(nv, taken) as u32;
+                    if scanned != 0 {
+                        let (a, b) = (scanned.trailing_zeros(), 31 - scanned.leading_zeros());
+                        mark_cells(back, x + a as usize, x + b as usize);
+                    }
                 }
                 _mm512_storeu_si512(row.as_mut_ptr().cast(), nv);
                 before = nv;
@@ -632,9 +659,18 @@ macro_rules! row_pass_avx512_body {
         // The last lane of the block before (lane 3 of its fourth quarter).
         let c = _mm_extract_epi32::<3>(_mm512_extracti32x4_epi32::<3>(before)) as u32;
         let rows = (prev, terrain, prev_terrain);
-        let Some((first, right)) =
-            rightwards_tail(cur, rows, prices, table, marks, x, hi, c, first, last)
-        else {
+        let Some((first, right)) = rightwards_tail(
+            cur,
+            rows,
+            prices,
+            table,
+            (&mut *marks, &mut *back),
+            x,
+            hi,
+            c,
+            first,
+            last,
+        ) else {
             return EMPTY;
         };
         // Leftwards from `right` down to `first`: blocks of cells `x - 16..x`, from the cell at
@@ -667,7 +703,11 @@ macro_rules! row_pass_avx512_body {
                     let carry = _mm512_permutexvar_epi32(_mm512_setzero_si512(), after);
                     let nv = wide_prefix_scan::<true>(v, w, carry);
                     _mm512_storeu_si512(row.as_mut_ptr().cast(), nv);
-                    mark_cells(marks, at, x - 1);
+                    // Not empty: a lane improved from its neighbour.
+                    let changed = _mm512_cmpneq_epu32_mask(nv, v) as u32;
+                    let (a, b) = (changed.trailing_zeros(), 31 - changed.leading_zeros());
+                    mark_cells(marks, at + a as usize, at + b as usize);
+                    mark_cells(back, at + a as usize, at + b as usize);
                     nv
                 } else {
                     v
@@ -676,13 +716,14 @@ macro_rules! row_pass_avx512_body {
             x = at;
         }
         let c = _mm_cvtsi128_si32(_mm512_castsi512_si128(after)) as u32;
-        leftwards_tail(cur, terrain, table, marks, x, first, c, right)
+        leftwards_tail(cur, terrain, table, (marks, back), x, first, c, right)
     }};
 }
 
 /// [`row_pass_avx2`] sixteen cells at a time, for CPUs with AVX-512 (F, BW and VL): the same
 /// steps, with mask registers for the corner rule and the walls, and lane rotations across
-/// two registers for the shifts. The same values, span and marks.
+/// two registers for the shifts. The same values and span; marks as fine or finer (leftwards,
+/// the lanes that changed).
 #[cfg(any(feature = "parallel", test))]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 #[allow(clippy::too_many_arguments)]
@@ -693,7 +734,7 @@ fn row_pass_avx512(
     prev_terrain: &[u8],
     prices: Prices,
     table: &[u32; 256],
-    marks: &mut [u64],
+    marks: Marked,
     lo: usize,
     hi: usize,
 ) -> Span {
