@@ -36,9 +36,10 @@ const WAVE_BELOW_WORK_PER_CELL: u64 = 12;
 pub(crate) const RETRY_AFTER: u32 = 16;
 /// Sweeps that did more than this many columns of work per cell reached mark the map as
 /// winding: the next one-shot build over it, unchanged, looks for rooms (see `rooms`), which
-/// costs a pass over the map once. Measured with the goal at the centre: 8room_000 7.9,
-/// orz100d 6.3, the other Moving AI maps 2.3–5.4, a 1024² dungeon 33.
-const ROOMS_AFTER_WORK_PER_CELL: u64 = 7;
+/// costs a pass over the map once. Measured with the goals of `docs/benchmarks.md`: 8room_000
+/// 6.4 (5.6–7.1 over other goals), orz100d 4.1, the other Moving AI maps 1.3–3.8, 1024²
+/// dungeons 18–21.
+const ROOMS_AFTER_WORK_PER_CELL: u64 = 5;
 pub(crate) const MAX_BACKOFF: u32 = 4;
 
 /// An interval of columns (padded x), empty when `lo > hi`.
@@ -1062,6 +1063,29 @@ pub(crate) type Rows<'a> = (&'a mut [u32], &'a [u32], &'a [u8], &'a [u8]);
 /// the cells it improved along the row (see [`SweepScratch::back`]); a superset will do.
 pub(crate) type Marked<'a> = (&'a mut [u64], &'a mut [u64]);
 
+/// The columns from the first to the last that a vector row pass's scans along the row
+/// improved (or may have), empty when `lo > hi`: marked back once, at the end of the pass, so
+/// that the blocks pay only a minimum and a maximum where they scan.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Scanned {
+    pub(crate) lo: usize,
+    pub(crate) hi: usize,
+}
+
+impl Scanned {
+    pub(crate) const NONE: Scanned = Scanned {
+        lo: usize::MAX,
+        hi: 0,
+    };
+
+    /// Columns `lo..=hi` too.
+    #[inline(always)]
+    pub(crate) fn add(&mut self, lo: usize, hi: usize) {
+        self.lo = self.lo.min(lo);
+        self.hi = self.hi.max(hi);
+    }
+}
+
 /// What a row pass takes: the rows, the build's prices and table of straight steps, a row of
 /// scratch (the plain kernel's candidates), the marks, and columns `lo..=hi`.
 pub(crate) type RowPassArgs<'a> = (
@@ -1232,7 +1256,8 @@ pub(crate) fn rightwards_tail(
     (prev, terrain, prev_terrain): (&[u32], &[u8], &[u8]),
     prices: Prices,
     table: &[u32; 256],
-    (marks, back): Marked,
+    marks: &mut [u64],
+    scanned: &mut Scanned,
     mut x: usize,
     hi: usize,
     mut c: u32,
@@ -1259,7 +1284,7 @@ pub(crate) fn rightwards_tail(
             last = x;
             mark_cells(marks, x, x);
             if c < taken {
-                mark_cells(back, x, x);
+                scanned.add(x, x);
             }
         }
         x += 1;
@@ -1270,7 +1295,7 @@ pub(crate) fn rightwards_tail(
     let beyond = improve_right(cur, terrain, table, hi, c);
     let right = if beyond > hi {
         mark_cells(marks, hi + 1, beyond);
-        mark_cells(back, hi + 1, beyond);
+        scanned.add(hi + 1, beyond);
         beyond
     } else {
         last
@@ -1288,6 +1313,7 @@ pub(crate) fn leftwards_tail(
     terrain: &[u8],
     table: &[u32; 256],
     (marks, back): Marked,
+    mut scanned: Scanned,
     mut x: usize,
     first: usize,
     mut c: u32,
@@ -1302,12 +1328,15 @@ pub(crate) fn leftwards_tail(
     }
     if tail > first {
         mark_cells(marks, first, tail - 1);
-        mark_cells(back, first, tail - 1);
+        scanned.add(first, tail - 1);
     }
     let left = improve_left(cur, terrain, table, first, c);
     if left < first {
         mark_cells(marks, left, first - 1);
-        mark_cells(back, left, first - 1);
+        scanned.add(left, first - 1);
+    }
+    if scanned.lo <= scanned.hi {
+        mark_cells(back, scanned.lo, scanned.hi);
     }
     Span {
         lo: left as u32,

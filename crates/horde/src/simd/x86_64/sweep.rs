@@ -5,8 +5,8 @@ use std::arch::x86_64::*;
 
 use crate::cost::{CostModel, WALL};
 use crate::integration::sweep::{
-    EMPTY, INF, Marked, Prices, RowPassArgs, SweepOutcome, SweepScratch, SweptMap, finish_lanes,
-    for_marked, last_block, leftwards_tail, mark_cells, rightwards_tail, sweep_rows,
+    EMPTY, INF, Marked, Prices, RowPassArgs, Scanned, SweepOutcome, SweepScratch, SweptMap,
+    finish_lanes, for_marked, last_block, leftwards_tail, mark_cells, rightwards_tail, sweep_rows,
 };
 #[cfg(any(feature = "parallel", test))]
 use crate::integration::sweep::{Rows, Span};
@@ -374,6 +374,7 @@ macro_rules! row_pass_avx2_body {
         let from_left = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6);
         let last_lane = _mm256_set1_epi32(7);
         let (mut first, mut last) = (usize::MAX, 0usize);
+        let mut scanned = Scanned::NONE;
         let mut x = lo;
         // The value of the cell before the block, in every lane.
         let mut carry = _mm256_set1_epi32(cur[lo - 1] as i32);
@@ -437,16 +438,8 @@ macro_rules! row_pass_avx2_body {
                 let kept =
                     _mm256_cmpeq_epi32(_mm256_min_epu32(_mm256_add_epi32(shifted, w), nv), nv);
                 if _mm256_movemask_ps(_mm256_castsi256_ps(kept)) != 0xFF {
-                    let taken = nv;
                     nv = prefix_scan::<false>(nv, w, carry);
-                    // The lanes the scan improved: the row before must look there.
-                    let same =
-                        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(nv, taken)));
-                    let scanned = !same as u32 & 0xFF;
-                    if scanned != 0 {
-                        let (a, b) = (scanned.trailing_zeros(), 31 - scanned.leading_zeros());
-                        mark_cells(back, x + a as usize, x + b as usize);
-                    }
+                    scanned.add(x, x + CELLS_PER_BLOCK - 1);
                 }
                 _mm256_storeu_si256(row.as_mut_ptr().cast(), nv);
                 carry = _mm256_permutevar8x32_epi32(nv, last_lane);
@@ -466,7 +459,8 @@ macro_rules! row_pass_avx2_body {
             rows,
             prices,
             table,
-            (&mut *marks, &mut *back),
+            &mut *marks,
+            &mut scanned,
             x,
             hi,
             c,
@@ -508,7 +502,7 @@ macro_rules! row_pass_avx2_body {
                     let nv = prefix_scan::<true>(v, w, carry);
                     _mm256_storeu_si256(row.as_mut_ptr().cast(), nv);
                     mark_cells(marks, at, x - 1);
-                    mark_cells(back, at, x - 1);
+                    scanned.add(at, x - 1);
                     nv
                 } else {
                     v
@@ -518,7 +512,17 @@ macro_rules! row_pass_avx2_body {
             x = at;
         }
         let c = _mm256_cvtsi256_si32(carry) as u32;
-        leftwards_tail(cur, terrain, table, (marks, back), x, first, c, right)
+        leftwards_tail(
+            cur,
+            terrain,
+            table,
+            (marks, back),
+            scanned,
+            x,
+            first,
+            c,
+            right,
+        )
     }};
 }
 
@@ -533,8 +537,8 @@ macro_rules! row_pass_avx2_body {
 /// The row must be consistent along itself before (no cell improves from a neighbour in the
 /// row), as the builder keeps every row: then the cells that change are exactly those of
 /// plain `settle`, and so is the span returned. The marks are those of the blocks of eight that
-/// changed, finer than the span's; the back marks cover the cells the scans along the row
-/// improved (a block's lanes going rightwards, the blocks that changed going leftwards).
+/// changed, finer than the span's; the back marks cover the blocks where the scans along the
+/// row ran and the cells beyond them, from the first to the last ([`Scanned`]).
 #[cfg(any(feature = "parallel", test))]
 #[target_feature(enable = "avx2")]
 #[allow(clippy::too_many_arguments)]
@@ -583,6 +587,7 @@ macro_rules! row_pass_avx512_body {
         let straight = _mm512_set1_epi32(prices.straight as i32);
         let diagonal = _mm512_set1_epi32(prices.diagonal as i32);
         let (mut first, mut last) = (usize::MAX, 0usize);
+        let mut scanned = Scanned::NONE;
         let mut x = lo;
         // The block before, final: its last lane is the value of the cell before the block.
         let mut before = _mm512_set1_epi32(cur[lo - 1] as i32);
@@ -636,14 +641,8 @@ macro_rules! row_pass_avx512_body {
                 let shifted = _mm512_alignr_epi32::<15>(nv, before);
                 if _mm512_cmplt_epu32_mask(_mm512_add_epi32(shifted, w), nv) != 0 {
                     let carry = _mm512_permutexvar_epi32(_mm512_set1_epi32(15), before);
-                    let taken = nv;
                     nv = wide_prefix_scan::<false>(nv, w, carry);
-                    // The lanes the scan improved: the row before must look there.
-                    let scanned = _mm512_cmplt_epu32_mask(nv, taken) as u32;
-                    if scanned != 0 {
-                        let (a, b) = (scanned.trailing_zeros(), 31 - scanned.leading_zeros());
-                        mark_cells(back, x + a as usize, x + b as usize);
-                    }
+                    scanned.add(x, x + WIDE - 1);
                 }
                 _mm512_storeu_si512(row.as_mut_ptr().cast(), nv);
                 before = nv;
@@ -664,7 +663,8 @@ macro_rules! row_pass_avx512_body {
             rows,
             prices,
             table,
-            (&mut *marks, &mut *back),
+            &mut *marks,
+            &mut scanned,
             x,
             hi,
             c,
@@ -703,11 +703,8 @@ macro_rules! row_pass_avx512_body {
                     let carry = _mm512_permutexvar_epi32(_mm512_setzero_si512(), after);
                     let nv = wide_prefix_scan::<true>(v, w, carry);
                     _mm512_storeu_si512(row.as_mut_ptr().cast(), nv);
-                    // Not empty: a lane improved from its neighbour.
-                    let changed = _mm512_cmpneq_epu32_mask(nv, v) as u32;
-                    let (a, b) = (changed.trailing_zeros(), 31 - changed.leading_zeros());
-                    mark_cells(marks, at + a as usize, at + b as usize);
-                    mark_cells(back, at + a as usize, at + b as usize);
+                    mark_cells(marks, at, x - 1);
+                    scanned.add(at, x - 1);
                     nv
                 } else {
                     v
@@ -716,14 +713,23 @@ macro_rules! row_pass_avx512_body {
             x = at;
         }
         let c = _mm_cvtsi128_si32(_mm512_castsi512_si128(after)) as u32;
-        leftwards_tail(cur, terrain, table, (marks, back), x, first, c, right)
+        leftwards_tail(
+            cur,
+            terrain,
+            table,
+            (marks, back),
+            scanned,
+            x,
+            first,
+            c,
+            right,
+        )
     }};
 }
 
 /// [`row_pass_avx2`] sixteen cells at a time, for CPUs with AVX-512 (F, BW and VL): the same
 /// steps, with mask registers for the corner rule and the walls, and lane rotations across
-/// two registers for the shifts. The same values and span; marks as fine or finer (leftwards,
-/// the lanes that changed).
+/// two registers for the shifts. The same values, span and marks.
 #[cfg(any(feature = "parallel", test))]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 #[allow(clippy::too_many_arguments)]
