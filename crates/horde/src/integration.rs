@@ -3149,7 +3149,8 @@ mod tests {
             "{outcome:?}"
         );
         let per_cell = b.sweep.cursor_work() as f64 / b.dist.len() as f64;
-        assert!(per_cell > 6.0, "a map past the old budget: {per_cell}");
+        // Several times open ground's work (one or two columns a cell).
+        assert!(per_cell > 4.0, "a map that winds: {per_cell}");
         assert!(!b.sweep.handed_over_lately());
         // And the field is the wave's.
         let mut wave = IntegrationBuilder::new();

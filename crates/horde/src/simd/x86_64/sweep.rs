@@ -378,6 +378,10 @@ macro_rules! row_pass_avx2_body {
         let mut x = lo;
         // The value of the cell before the block, in every lane.
         let mut carry = _mm256_set1_epi32(cur[lo - 1] as i32);
+        // The step price of the cell before the block, in every lane, and the cells that may
+        // improve from their right neighbour (see `row_pass_avx512`).
+        let mut w_carry = _mm256_set1_epi32(table[terrain[lo - 1] as usize] as i32);
+        let mut leftwards = 0;
         loop {
             if x + CELLS_PER_BLOCK > hi + 1 {
                 // Fewer cells left than a block: one more block ending at `hi`, over cells done
@@ -387,6 +391,7 @@ macro_rules! row_pass_avx2_body {
                 }
                 x = hi + 1 - CELLS_PER_BLOCK;
                 carry = _mm256_set1_epi32(cur[x - 1] as i32);
+                w_carry = _mm256_set1_epi32(table[terrain[x - 1] as usize] as i32);
             }
             let above: &[u32; CELLS_PER_BLOCK + 2] = prev[x - 1..x + CELLS_PER_BLOCK + 1]
                 .try_into()
@@ -442,6 +447,19 @@ macro_rules! row_pass_avx2_body {
                     scanned.add(x, x + CELLS_PER_BLOCK - 1);
                 }
                 _mm256_storeu_si256(row.as_mut_ptr().cast(), nv);
+                // Cells x - 1..x + 7 against their right neighbours.
+                let left = _mm256_blend_epi32::<0b0000_0001>(
+                    _mm256_permutevar8x32_epi32(nv, from_left),
+                    carry,
+                );
+                let w_left = _mm256_blend_epi32::<0b0000_0001>(
+                    _mm256_permutevar8x32_epi32(w, from_left),
+                    w_carry,
+                );
+                let stays =
+                    _mm256_cmpeq_epi32(_mm256_min_epu32(_mm256_add_epi32(nv, w_left), left), left);
+                leftwards |= !_mm256_movemask_ps(_mm256_castsi256_ps(stays)) & 0xFF;
+                w_carry = _mm256_permutevar8x32_epi32(w, last_lane);
                 carry = _mm256_permutevar8x32_epi32(nv, last_lane);
                 !_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(nv, v))) as u32 & 0xFF
             };
@@ -453,6 +471,8 @@ macro_rules! row_pass_avx2_body {
             x += CELLS_PER_BLOCK;
         }
         let c = _mm256_cvtsi256_si32(carry) as u32;
+        // Cells one by one after the blocks may need the pass leftwards too.
+        let leftwards = leftwards != 0 || x <= hi;
         let rows = (prev, terrain, prev_terrain);
         let Some((first, right)) = rightwards_tail(
             cur,
@@ -471,7 +491,7 @@ macro_rules! row_pass_avx2_body {
         };
         // Leftwards from `right` down to `first`: blocks of cells `x - 8..x`, from the cell at `x`.
         let to_right = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
-        let mut x = right;
+        let mut x = if leftwards { right } else { first };
         let mut carry = _mm256_set1_epi32(cur[x] as i32);
         loop {
             if x < first + CELLS_PER_BLOCK {
@@ -528,10 +548,11 @@ macro_rules! row_pass_avx2_body {
 
 /// `row_pass` (integration sweeps) for AVX2, eight cells at a time: each block takes the offers
 /// of the row before and then the scan from its left neighbour in the same step, then a scan
-/// leftwards over the columns that changed. A block whose cells none improve from their
-/// neighbour (the check is a shift, an add and a compare) skips the scan proper: a min-plus
-/// prefix scan (Hillis-Steele, three steps of lane shifts), the same values, bit for bit, as the
-/// plain `settle`. Prices of walls count as `INF` here instead of `WALL_STEP` (either way nothing
+/// leftwards over the columns that changed, unless the blocks found no cell that their values
+/// improve from its right neighbour (most passes on caves: the loop and its mispredicted exit
+/// are saved). A block whose cells none improve from their neighbour (the check is a shift, an
+/// add and a compare) skips the scan proper: a min-plus prefix scan (Hillis-Steele, three steps
+/// of lane shifts), the same values, bit for bit, as the plain `settle`. Prices of walls count as `INF` here instead of `WALL_STEP` (either way nothing
 /// improves through a wall), and sums of prices stop at `INF`, so no sum overflows.
 ///
 /// The row must be consistent along itself before (no cell improves from a neighbour in the
@@ -591,6 +612,11 @@ macro_rules! row_pass_avx512_body {
         let mut x = lo;
         // The block before, final: its last lane is the value of the cell before the block.
         let mut before = _mm512_set1_epi32(cur[lo - 1] as i32);
+        // The step prices of the block before (the cell before the block in its last lane), and
+        // the cells that may improve from their right neighbour: without any, the pass leftwards
+        // has nothing to do.
+        let mut w_before = _mm512_set1_epi32(table[terrain[lo - 1] as usize] as i32);
+        let mut leftwards = 0u16;
         loop {
             if x + WIDE > hi + 1 {
                 // Fewer cells left than a block: one more block, ending at `hi`, over cells already
@@ -602,6 +628,7 @@ macro_rules! row_pass_avx512_body {
                 }
                 x = hi + 1 - WIDE;
                 before = _mm512_set1_epi32(cur[x - 1] as i32);
+                w_before = _mm512_set1_epi32(table[terrain[x - 1] as usize] as i32);
             }
             let above: &[u32; WIDE + 2] = prev[x - 1..x + WIDE + 1].try_into().expect("18 cells");
             let here: &[u8; WIDE + 2] = terrain[x - 1..x + WIDE + 1].try_into().expect("18 cells");
@@ -610,9 +637,11 @@ macro_rules! row_pass_avx512_body {
             // SAFETY: every load reads 16 u32 or 16 bytes within the arrays just cut to size, the
             // store writes 16 u32 into `row`, which holds 16.
             let changed = unsafe {
-                let pl = _mm512_loadu_si512(above.as_ptr().cast());
                 let pc = _mm512_loadu_si512(above.as_ptr().add(1).cast());
-                let pr = _mm512_loadu_si512(above.as_ptr().add(2).cast());
+                // The cells above left and right by lane shifts: one vector load of the row just
+                // written instead of three, two of them across the stores of two of its blocks.
+                let pl = _mm512_alignr_epi32::<15>(pc, _mm512_set1_epi32(above[0] as i32));
+                let pr = _mm512_alignr_epi32::<1>(_mm512_set1_epi32(above[WIDE + 1] as i32), pc);
                 let tl = _mm_loadu_si128(here.as_ptr().cast());
                 let tc = _mm_loadu_si128(here.as_ptr().add(1).cast());
                 let tr = _mm_loadu_si128(here.as_ptr().add(2).cast());
@@ -645,7 +674,12 @@ macro_rules! row_pass_avx512_body {
                     scanned.add(x, x + WIDE - 1);
                 }
                 _mm512_storeu_si512(row.as_mut_ptr().cast(), nv);
+                // Cells x - 1..x + 15 against their right neighbours.
+                let left = _mm512_alignr_epi32::<15>(nv, before);
+                let w_left = _mm512_alignr_epi32::<15>(w, w_before);
+                leftwards |= _mm512_cmplt_epu32_mask(_mm512_add_epi32(nv, w_left), left);
                 before = nv;
+                w_before = w;
                 _mm512_cmpneq_epu32_mask(nv, v) as u32
             };
             if changed != 0 {
@@ -657,6 +691,8 @@ macro_rules! row_pass_avx512_body {
         }
         // The last lane of the block before (lane 3 of its fourth quarter).
         let c = _mm_extract_epi32::<3>(_mm512_extracti32x4_epi32::<3>(before)) as u32;
+        // Cells one by one after the blocks may need the pass leftwards too.
+        let leftwards = leftwards != 0 || x <= hi;
         let rows = (prev, terrain, prev_terrain);
         let Some((first, right)) = rightwards_tail(
             cur,
@@ -675,7 +711,7 @@ macro_rules! row_pass_avx512_body {
         };
         // Leftwards from `right` down to `first`: blocks of cells `x - 16..x`, from the cell at
         // `x`.
-        let mut x = right;
+        let mut x = if leftwards { right } else { first };
         let mut after = _mm512_set1_epi32(cur[x] as i32);
         loop {
             if x < first + WIDE {
