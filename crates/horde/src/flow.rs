@@ -1268,7 +1268,7 @@ mod tests {
             b.build(&cost, &[UVec2::new(60, 40)], model).unwrap();
             let spans = || {
                 b.touched_spans()
-                    .expect("a footprint under a third of the map")
+                    .expect("a footprint of at most two thirds of the map")
             };
             let (pw, n) = (b.padded_width, (w * h) as usize);
             let mut plain = vec![0u8; n];

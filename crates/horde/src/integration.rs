@@ -16,7 +16,7 @@
 //!
 //! The wave touches only what it reaches: it records which blocks of 16 cells it gave a value,
 //! and the next wave resets, copies out and derives arrows in those blocks alone when they are
-//! under a third of the map.
+//! at most two thirds of the map.
 //!
 //! The wave is a bucket queue (Dial's algorithm with buckets as wide as the largest power of
 //! two not above the cheapest step). Every entry of one bucket is final when the bucket is
@@ -1204,7 +1204,7 @@ impl IntegrationBuilder {
 
     /// The parts of rows the last wave touched, as (padded row, first padded column, last
     /// padded column) within the map, in order; `None` when the last build was swept, or when
-    /// the wave touched more than a third of the map (a whole-map pass is cheaper then).
+    /// the wave touched more than two thirds of the map (a whole-map pass is cheaper then).
     #[cfg(test)]
     pub(crate) fn touched_spans(
         &self,
@@ -1221,14 +1221,14 @@ impl IntegrationBuilder {
         )
     }
 
-    /// Whether the last wave left a footprint (a swept build does not) under a third of the
-    /// map, so that passes over its spans beat passes over the whole map.
+    /// Whether the last wave left a footprint (a swept build does not) of at most two thirds of
+    /// the map, so that passes over its spans beat passes over the whole map.
     fn footprint_is_small(&self) -> bool {
         self.touched_valid && small_footprint(&self.touched, self.dist.len())
     }
 
     /// Whether the wave about to run may go without recording its footprint: the last wave
-    /// over this map (unchanged) that recorded one reached more than a third of it, so that
+    /// over this map (unchanged) that recorded one reached more than two thirds of it, so that
     /// the copy into the field and the arrows went over the whole map anyway. A maze's wave
     /// then saves a mark per cell reached; every `UNMARKED_WAVES + 1`-th wave records its
     /// footprint again (another goal may reach less).
@@ -1758,11 +1758,14 @@ fn is_corridor(m: u8) -> bool {
     m < 16 && AT_MOST_TWO >> m & 1 != 0
 }
 
-/// Whether the footprint `touched` (a bit per `TOUCHED_BLOCK` padded cells) covers at most a
-/// third of the `len` padded cells, so that passes over its spans beat passes over the map.
+/// Whether the footprint `touched` (a bit per `TOUCHED_BLOCK` padded cells) covers at most two
+/// thirds of the `len` padded cells, so that passes over its spans beat passes over the map: a
+/// span costs a little more per cell than a whole row, and the blocks without a value are left
+/// alone (lak303d, 39 % of its cells reached in 63 % of its blocks, builds 1.5 % faster than
+/// with a bound of a third, den520d and Boston_0_256 4 %).
 pub(crate) fn small_footprint(touched: &[u64], len: usize) -> bool {
     let marked: usize = touched.iter().map(|b| b.count_ones() as usize).sum();
-    marked * TOUCHED_BLOCK * 3 <= len
+    marked * TOUCHED_BLOCK * 3 <= len * 2
 }
 
 /// Write UNREACHABLE into the map cells (`values`, width `w`) of the footprint blocks marked in
