@@ -61,7 +61,7 @@ const COLUMNS_PER_MARK: usize = 16;
 
 /// Per-build scratch of the sweeps: per row, the chunks of columns each direction's next pass
 /// must look at (a bit per `COLUMNS_PER_MARK` columns and direction: 1/64 byte per cell); a row of
-/// candidates and a row of marks. Step prices come from the padded costs (1 byte per cell) as
+/// candidates and two rows of marks. Step prices come from the padded costs (1 byte per cell) as
 /// the rows are swept, so each pass streams 5 bytes per cell.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct SweepScratch {
