@@ -1120,15 +1120,14 @@ fn plain_row_pass(
 
 /// The back marks of a plain row pass over `lo..=hi` that changed `span`: the cells beyond
 /// `lo..=hi` (only the scans reach them) and those below their offer (the scans improved them,
-/// or they did not change).
+/// or they did not change), from the first to the last in one range as the vector passes mark
+/// them ([`Scanned`]).
 fn mark_back(back: &mut [u64], cur: &[u32], cand: &[u32], span: Span, lo: usize, hi: usize) {
-    if span.lo > span.hi {
-        return;
-    }
-    for x in span.lo as usize..=span.hi as usize {
-        if x < lo || x > hi || cur[x] < cand[x] {
-            mark_cells(back, x, x);
-        }
+    let scanned = |x: &usize| *x < lo || *x > hi || cur[*x] < cand[*x];
+    let mut cells = span.lo as usize..=span.hi as usize;
+    if let Some(first) = cells.find(scanned) {
+        let last = cells.rev().find(scanned).unwrap_or(first);
+        mark_cells(back, first, last);
     }
 }
 
