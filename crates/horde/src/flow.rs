@@ -148,6 +148,7 @@ impl FlowField {
             model: integration.model(),
             none: UNREACHABLE,
             exact: false,
+            plain: false,
         };
         derive(&pc, &pd, pw, kind, out.cells_mut());
         Ok(out)
@@ -346,6 +347,7 @@ impl IntegrationBuilder {
             model: self.model,
             none: self.no_value(),
             exact: true,
+            plain: self.max_terrain() == crate::cost::PLAIN,
         }
     }
 
@@ -457,14 +459,17 @@ fn refill_gone_blocks(old: &[u64], new: &[u64], costs: &[u8], pw: usize, out: &m
 }
 
 /// What the arrows' kernels need to know of a field: its cost model, the least distance that
-/// means no value, and whether it is exact (a builder's, see `derive_row_exact_avx512`: every
+/// means no value, whether it is exact (a builder's, see `derive_row_exact_avx512`: every
 /// reached cell holds the least of its neighbours' values plus the step to each, or a seed's
-/// own value below that), which a faster kernel needs.
+/// own value below that), which a faster kernel needs, and whether every walkable cell of its
+/// map is of terrain `PLAIN` (a step then costs its base price: the exact kernels leave the
+/// terrain out).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FieldKind {
     pub(crate) model: CostModel,
     pub(crate) none: u32,
     pub(crate) exact: bool,
+    pub(crate) plain: bool,
 }
 
 /// The arrows of spans of rows (padded row, first and last padded column) into `out`, which
@@ -1078,17 +1083,19 @@ mod tests {
 
     #[test]
     fn the_builders_kernel_for_exact_fields_gives_the_general_kernels_arrows() {
-        // Built fields (exact) over random terrain up to the dearest, walls, several goals and
-        // seeds with their own values (a flee field's), the sweeps on and off: the builder's
-        // arrows (the kernel for exact fields where the CPU has it) equal the general plain
-        // kernel's over the same distances.
+        // Built fields (exact) over random terrain up to the dearest (or plain ground only,
+        // one map in four), walls, several goals and seeds with their own values (a flee
+        // field's), the sweeps on and off: the builder's arrows (the kernel for exact fields
+        // where the CPU has it) equal the general plain kernel's over the same distances.
         for seed in 0..40u64 {
             let (w, h) = (20 + seed as u32 * 7 % 70, 10 + seed as u32 * 11 % 50);
             let mut cost = crate::maps::scattered_map(w, h, seed).unwrap();
             let mut next = xorshift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
             for i in 0..cost.grid().len() {
                 let c = cost.grid().cell(i);
-                if cost.is_walkable(c) && next().is_multiple_of(4) {
+                if cost.is_walkable(c) && seed % 4 == 3 {
+                    cost.set(c, crate::cost::PLAIN).unwrap();
+                } else if cost.is_walkable(c) && next().is_multiple_of(4) {
                     let t = if seed % 3 == 0 {
                         1 + next() % 254
                     } else {
@@ -1129,6 +1136,9 @@ mod tests {
             #[cfg(target_arch = "x86_64")]
             {
                 let (pw, kind) = (b.padded_width, b.field_kind());
+                if seed % 4 == 3 {
+                    assert!(kind.plain, "seed {seed}");
+                }
                 let rows = || (1..=b.height).map(|y| (y, 1, b.width));
                 if let Some(avx2) = crate::simd::under_test::avx2() {
                     let mut eight = vec![0u8; plain.len()];
@@ -1212,6 +1222,7 @@ mod tests {
                     model,
                     none,
                     exact: false,
+                    plain: false,
                 };
                 #[cfg(feature = "parallel")]
                 two_threads.install(|| derive(&costs, &dist, pw, kind, &mut fast));

@@ -1180,6 +1180,11 @@ impl IntegrationBuilder {
         }
     }
 
+    /// The highest walkable terrain of the map built over last.
+    pub(crate) fn max_terrain(&self) -> u8 {
+        self.max_terrain
+    }
+
     /// The [`CostField`] version of the costs built over last (0: unknown).
     pub(crate) fn cost_version(&self) -> u64 {
         self.cost_version

@@ -122,6 +122,9 @@ pub(crate) struct SweepScratch {
 pub(crate) struct Prices {
     pub(crate) straight: u32,
     pub(crate) diagonal: u32,
+    /// Every walkable cell of the map is of terrain `PLAIN`, so that a step costs its base price:
+    /// the vector row passes then skip widening the terrain and multiplying by it.
+    pub(crate) plain: bool,
 }
 
 /// The price of leaving a cell of terrain `t` by a step of base price `base`; leaving a wall
@@ -174,6 +177,11 @@ impl SweepScratch {
     /// per cell reached (or handed over): the map winds, and may have rooms worth crossing.
     pub(crate) fn winding(&self) -> bool {
         self.winding
+    }
+
+    /// The step prices of the sweeps under way.
+    pub(crate) fn prices(&self) -> Prices {
+        self.prices
     }
 
     fn table(&self) -> &[u32; 256] {
@@ -293,6 +301,7 @@ impl IntegrationBuilder {
         sc.prices = Prices {
             straight: model.straight(),
             diagonal: model.diagonal(),
+            plain: self.max_terrain == crate::cost::PLAIN,
         };
         // The table depends on the model only: kept between builds (on small maps rebuilding it
         // was a visible part of a build).
@@ -1208,6 +1217,7 @@ pub(crate) fn sweep_rows(
 }
 
 /// The row `y` mutably and the row `pred` (y ± 1) shared.
+#[inline(always)]
 fn rows_mut(dist: &mut [u32], y: usize, pred: usize, pw: usize) -> (&mut [u32], &[u32]) {
     if pred < y {
         let (a, b) = dist.split_at_mut(y * pw);
@@ -1541,6 +1551,7 @@ fn improve_left(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cost::PLAIN;
 
     /// Rows of random values and terrain, with a wall border as in the builder.
     fn random_rows(seed: u64, n: usize) -> (Vec<u32>, Vec<u8>, Vec<u8>) {
@@ -1574,6 +1585,7 @@ mod tests {
     const PRICES: Prices = Prices {
         straight: 10,
         diagonal: 14,
+        plain: false,
     };
 
     /// A vector row pass, as the builder calls it.
@@ -1606,15 +1618,23 @@ mod tests {
         let seeds = if cfg!(miri) { 40 } else { 3000 };
         for seed in 0..seeds {
             let n = 3 + seed as usize * 7 % 300;
-            let (prev, terrain, prev_terrain) = random_rows(seed, n);
-            let prices = if seed % 2 == 0 {
+            let (prev, mut terrain, prev_terrain) = random_rows(seed, n);
+            let mut prices = if seed % 2 == 0 {
                 PRICES
             } else {
                 Prices {
                     straight: CostModel::Octile.straight(),
                     diagonal: CostModel::Octile.diagonal(),
+                    plain: false,
                 }
             };
+            // A third of the rows of plain ground only, passed as such.
+            if seed % 3 == 1 {
+                for t in terrain.iter_mut().filter(|t| **t != WALL) {
+                    *t = PLAIN;
+                }
+                prices.plain = true;
+            }
             let table: [u32; 256] = std::array::from_fn(|t| price(t as u8, prices.straight));
             let mut cand = vec![INF; n];
             candidates(&prev, &terrain, &prev_terrain, prices, &mut cand, 1, n - 2);

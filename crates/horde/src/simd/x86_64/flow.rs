@@ -247,7 +247,8 @@ fn derive_spans_avx2(
         out,
         first,
         spans,
-        |rows, prices, row| derive_row_exact_avx2(rows, prices, row),
+        |rows, prices, row| derive_row_exact_avx2::<false>(rows, prices, row),
+        |rows, prices, row| derive_row_exact_avx2::<true>(rows, prices, row),
         |rows, prices, row| derive_row_avx2(rows, prices, row),
         |p| _mm_prefetch::<_MM_HINT_T0>(p.cast()),
     );
@@ -257,19 +258,24 @@ fn derive_spans_avx2(
 trait RowKernel: Fn(RowsAround<'_>, ArrowPrices, &mut [u8]) {}
 impl<F: Fn(RowsAround<'_>, ArrowPrices, &mut [u8])> RowKernel for F {}
 
-/// [`derive_spans_with`] with `exact_row` over an exact field (see [`FieldKind`]) and
-/// `general_row` over any other: the vector sets' one choice by kind.
+/// [`derive_spans_with`] with `exact_row` over an exact field (see [`FieldKind`]),
+/// `exact_plain_row` over an exact one of plain ground only, and `general_row` over any other:
+/// the vector sets' one choice by kind.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn derive_spans_of_kind(
     field: (&[u8], &[u32], usize, FieldKind),
     out: &mut [u8],
     first: usize,
     spans: impl Iterator<Item = (usize, usize, usize)> + Clone,
     exact_row: impl RowKernel,
+    exact_plain_row: impl RowKernel,
     general_row: impl RowKernel,
     fetch: impl Fn(*const u8),
 ) {
-    if field.3.exact {
+    if field.3.exact && field.3.plain {
+        derive_spans_with(field, out, first, spans, exact_plain_row, fetch);
+    } else if field.3.exact {
         derive_spans_with(field, out, first, spans, exact_row, fetch);
     } else {
         derive_spans_with(field, out, first, spans, general_row, fetch);
@@ -381,8 +387,15 @@ fn arrows_avx2(
 /// exact field the arrow is the lowest direction whose neighbour holds this cell's value less
 /// the step, and a cell with none is a sink, so no offer is summed and no minimum taken. The
 /// same bytes as [`derive_row_avx2`] on such a field (the tests compare them).
+///
+/// With `PLAIN` (every walkable cell of the map of terrain `PLAIN`), a step costs its base price:
+/// the terrain is not multiplied in (a wall's lane is set apart at the end whatever it held).
 #[target_feature(enable = "avx2")]
-fn derive_row_exact_avx2(rows: RowsAround<'_>, prices: ArrowPrices, row: &mut [u8]) {
+fn derive_row_exact_avx2<const PLAIN: bool>(
+    rows: RowsAround<'_>,
+    prices: ArrowPrices,
+    row: &mut [u8],
+) {
     let (straight, diagonal, none) = prices;
     let splat = |v: u32| _mm256_set1_epi32(v as i32);
     let (straight_v, diagonal_v, none_v) = (splat(straight), splat(diagonal), splat(none));
@@ -391,10 +404,14 @@ fn derive_row_exact_avx2(rows: RowsAround<'_>, prices: ArrowPrices, row: &mut [u
     arrows_avx2(rows, prices, row, |t, is_wall, here, a| {
         // Bases below 2^15 (asserted beside `CostModel`): a 16-bit `madd` multiplies them by
         // the terrain.
-        let (s, g) = (
-            _mm256_madd_epi16(t, straight_v),
-            _mm256_madd_epi16(t, diagonal_v),
-        );
+        let (s, g) = if PLAIN {
+            (straight_v, diagonal_v)
+        } else {
+            (
+                _mm256_madd_epi16(t, straight_v),
+                _mm256_madd_epi16(t, diagonal_v),
+            )
+        };
         let unreached = at_least(here, none_v);
         // The values a neighbour holds if the step to it is the cheapest; none where this
         // cell's value is below the step (no neighbour's can be).
@@ -482,7 +499,8 @@ fn derive_spans_avx512(
         out,
         first,
         spans,
-        |rows, prices, row| derive_row_exact_avx512(rows, prices, row),
+        |rows, prices, row| derive_row_exact_avx512::<false>(rows, prices, row),
+        |rows, prices, row| derive_row_exact_avx512::<true>(rows, prices, row),
         |rows, prices, row| derive_row_avx512(rows, prices, row),
         |p| _mm_prefetch::<_MM_HINT_T0>(p.cast()),
     );
@@ -565,18 +583,28 @@ fn arrows_avx512(
 /// cell's value, so the arrow is the lowest direction whose neighbour holds this cell's value
 /// less the step, and a cell with none is a sink: no sum over the eight offers and no minimum
 /// of them. The same bytes as the general kernel on such a field (the tests compare them).
+///
+/// With `PLAIN`, as [`derive_row_exact_avx2`]: the terrain is not multiplied in.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-fn derive_row_exact_avx512(rows: RowsAround<'_>, prices: ArrowPrices, row: &mut [u8]) {
+fn derive_row_exact_avx512<const PLAIN: bool>(
+    rows: RowsAround<'_>,
+    prices: ArrowPrices,
+    row: &mut [u8],
+) {
     let (straight, diagonal, none) = prices;
     let splat = |v: u32| _mm512_set1_epi32(v as i32);
     let (straight_v, diagonal_v, none_v) = (splat(straight), splat(diagonal), splat(none));
     let wall = _mm_set1_epi8(WALL as i8);
     arrows_avx512(rows, prices, row, |tc, here, a| {
-        let t = _mm512_cvtepu8_epi32(tc);
-        let (s, g) = (
-            _mm512_madd_epi16(t, straight_v),
-            _mm512_madd_epi16(t, diagonal_v),
-        );
+        let (s, g) = if PLAIN {
+            (straight_v, diagonal_v)
+        } else {
+            let t = _mm512_cvtepu8_epi32(tc);
+            (
+                _mm512_madd_epi16(t, straight_v),
+                _mm512_madd_epi16(t, diagonal_v),
+            )
+        };
         let reached = _mm512_cmplt_epu32_mask(here, none_v);
         // The values a neighbour holds if the step to it is the cheapest; none where this
         // cell's value is below the step (no neighbour's can be).

@@ -41,9 +41,14 @@ impl Avx2 {
         lo: usize,
         hi: usize,
     ) -> Span {
+        let pass = if prices.plain {
+            row_pass_avx2::<true>
+        } else {
+            row_pass_avx2::<false>
+        };
         // SAFETY: an `Avx2` exists only where the CPU has AVX2, the kernel's only requirement.
         unsafe {
-            row_pass_avx2(
+            pass(
                 cur,
                 prev,
                 terrain,
@@ -110,10 +115,15 @@ impl Avx512 {
         lo: usize,
         hi: usize,
     ) -> Span {
+        let pass = if prices.plain {
+            row_pass_avx512::<true>
+        } else {
+            row_pass_avx512::<false>
+        };
         // SAFETY: an `Avx512` exists only where the CPU has AVX-512 F, BW and VL, the kernel's
         // only requirement.
         unsafe {
-            row_pass_avx512(
+            pass(
                 cur,
                 prev,
                 terrain,
@@ -355,7 +365,7 @@ impl Tally8 {
 /// of short rows (the figures are in `docs/benchmarks.md`).
 macro_rules! row_pass_avx2_body {
     ($cur:expr, $prev:expr, $terrain:expr, $prev_terrain:expr, $prices:expr, $table:expr,
-     $marks:expr, $lo:expr, $hi:expr) => {{
+     $marks:expr, $lo:expr, $hi:expr, $plain:expr) => {{
         let cur: &mut [u32] = $cur;
         let prev: &[u32] = $prev;
         let terrain: &[u8] = $terrain;
@@ -421,9 +431,16 @@ macro_rules! row_pass_avx2_body {
                 let no_right =
                     _mm256_cvtepi8_epi32(_mm_or_si128(_mm_cmpeq_epi8(tr, wall), up_wall));
                 let is_wall = _mm256_cvtepi8_epi32(_mm_cmpeq_epi8(tc, wall));
-                let t = _mm256_cvtepu8_epi32(tc);
-                let s = _mm256_madd_epi16(t, straight);
-                let g = _mm256_madd_epi16(t, diagonal);
+                // On plain ground every step costs its base (a wall's price is set apart).
+                let (s, g) = if $plain {
+                    (straight, diagonal)
+                } else {
+                    let t = _mm256_cvtepu8_epi32(tc);
+                    (
+                        _mm256_madd_epi16(t, straight),
+                        _mm256_madd_epi16(t, diagonal),
+                    )
+                };
                 let diag = _mm256_min_epu32(
                     _mm256_min_epu32(_mm256_or_si256(pl, no_left), _mm256_or_si256(pr, no_right)),
                     inf,
@@ -510,7 +527,11 @@ macro_rules! row_pass_avx2_body {
             unsafe {
                 let tc = _mm_loadl_epi64(here.as_ptr().cast());
                 let is_wall = _mm256_cvtepi8_epi32(_mm_cmpeq_epi8(tc, wall));
-                let s = _mm256_madd_epi16(_mm256_cvtepu8_epi32(tc), straight);
+                let s = if $plain {
+                    straight
+                } else {
+                    _mm256_madd_epi16(_mm256_cvtepu8_epi32(tc), straight)
+                };
                 let w = _mm256_or_si256(s, _mm256_srli_epi32::<1>(is_wall));
                 let v = _mm256_loadu_si256(row.as_ptr().cast());
                 let shifted = _mm256_blend_epi32::<0b1000_0000>(
@@ -563,7 +584,7 @@ macro_rules! row_pass_avx2_body {
 #[cfg(any(feature = "parallel", test))]
 #[target_feature(enable = "avx2")]
 #[allow(clippy::too_many_arguments)]
-fn row_pass_avx2(
+fn row_pass_avx2<const PLAIN: bool>(
     cur: &mut [u32],
     prev: &[u32],
     terrain: &[u8],
@@ -583,7 +604,8 @@ fn row_pass_avx2(
         table,
         marks,
         lo,
-        hi
+        hi,
+        PLAIN
     )
 }
 
@@ -591,7 +613,7 @@ fn row_pass_avx2(
 /// [`sweep_rows_avx512`] (see [`row_pass_avx2_body`]).
 macro_rules! row_pass_avx512_body {
     ($cur:expr, $prev:expr, $terrain:expr, $prev_terrain:expr, $prices:expr, $table:expr,
-     $marks:expr, $lo:expr, $hi:expr) => {{
+     $marks:expr, $lo:expr, $hi:expr, $plain:expr) => {{
         let cur: &mut [u32] = $cur;
         let prev: &[u32] = $prev;
         let terrain: &[u8] = $terrain;
@@ -651,9 +673,16 @@ macro_rules! row_pass_avx512_body {
                 let no_left = _mm_cmpeq_epi8_mask(tl, wall) | up_wall;
                 let no_right = _mm_cmpeq_epi8_mask(tr, wall) | up_wall;
                 let is_wall = _mm_cmpeq_epi8_mask(tc, wall);
-                let t = _mm512_cvtepu8_epi32(tc);
-                let s = _mm512_madd_epi16(t, straight);
-                let g = _mm512_madd_epi16(t, diagonal);
+                // On plain ground every step costs its base (a wall's price is set apart).
+                let (s, g) = if $plain {
+                    (straight, diagonal)
+                } else {
+                    let t = _mm512_cvtepu8_epi32(tc);
+                    (
+                        _mm512_madd_epi16(t, straight),
+                        _mm512_madd_epi16(t, diagonal),
+                    )
+                };
                 let diag = _mm512_min_epu32(
                     _mm512_mask_mov_epi32(pl, no_left, inf),
                     _mm512_mask_mov_epi32(pr, no_right, inf),
@@ -730,7 +759,11 @@ macro_rules! row_pass_avx512_body {
             unsafe {
                 let tc = _mm_loadu_si128(here.as_ptr().cast());
                 let is_wall = _mm_cmpeq_epi8_mask(tc, wall);
-                let s = _mm512_madd_epi16(_mm512_cvtepu8_epi32(tc), straight);
+                let s = if $plain {
+                    straight
+                } else {
+                    _mm512_madd_epi16(_mm512_cvtepu8_epi32(tc), straight)
+                };
                 let w = _mm512_mask_mov_epi32(s, is_wall, inf);
                 let v = _mm512_loadu_si512(row.as_ptr().cast());
                 // Lane i sees lane i + 1; lane 15 the first lane of the block after.
@@ -769,7 +802,7 @@ macro_rules! row_pass_avx512_body {
 #[cfg(any(feature = "parallel", test))]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 #[allow(clippy::too_many_arguments)]
-fn row_pass_avx512(
+fn row_pass_avx512<const PLAIN: bool>(
     cur: &mut [u32],
     prev: &[u32],
     terrain: &[u8],
@@ -789,7 +822,8 @@ fn row_pass_avx512(
         table,
         marks,
         lo,
-        hi
+        hi,
+        PLAIN
     )
 }
 
@@ -800,10 +834,19 @@ macro_rules! sweep_rows_with {
         $(#[$doc])*
         #[target_feature(enable = $features)]
         fn $name(rows: SweptMap, sc: &mut SweepScratch, pw: usize, h: usize, stop_at: u64) -> bool {
-            let pass = |((cur, prev, t, pt), prices, table, _, marks, lo, hi): RowPassArgs| {
-                $body!(cur, prev, t, pt, prices, table, marks, lo, hi)
-            };
-            sweep_rows(rows, sc, pw, h, stop_at, pass)
+            // Two copies of the pass loop: the one for maps of plain ground only leaves the
+            // terrain out of the prices.
+            if sc.prices().plain {
+                let pass = |((cur, prev, t, pt), prices, table, _, marks, lo, hi): RowPassArgs| {
+                    $body!(cur, prev, t, pt, prices, table, marks, lo, hi, true)
+                };
+                sweep_rows(rows, sc, pw, h, stop_at, pass)
+            } else {
+                let pass = |((cur, prev, t, pt), prices, table, _, marks, lo, hi): RowPassArgs| {
+                    $body!(cur, prev, t, pt, prices, table, marks, lo, hi, false)
+                };
+                sweep_rows(rows, sc, pw, h, stop_at, pass)
+            }
         }
     };
 }
