@@ -80,8 +80,6 @@ pub(crate) struct SweepScratch {
     /// scans, not by an offer from the row before): on a map of plain ground only these can
     /// improve the row before, which the pass came from (see [`tell_neighbours`]).
     back: Vec<u64>,
-    /// Whether the row before looks only at `back` (every walkable cell of terrain 1).
-    back_only: bool,
     /// Builds left to send straight to the wave, and the map size that earned it; hand-overs of
     /// that size in a row (each doubles the wait, see `RETRY_AFTER`).
     skip: u32,
@@ -327,7 +325,6 @@ impl IntegrationBuilder {
         sc.marks.resize(sc.words, 0);
         sc.back.clear();
         sc.back.resize(sc.words, 0);
-        sc.back_only = self.max_terrain == crate::cost::PLAIN;
         #[cfg(feature = "parallel")]
         {
             let rows: usize = seeds.iter().map(|&(_, c)| c as usize / pw).sum();
@@ -1164,7 +1161,8 @@ pub(crate) fn sweep_rows(
     let needy = &mut sc.needy;
     let marks = &mut sc.marks[..];
     let back = &mut sc.back[..];
-    let back_only = sc.back_only;
+    // On plain ground the row before looks only at `back` (see `tell_neighbours`).
+    let back_only = sc.prices.plain;
     let cand = &mut sc.candidates[..];
     let cursor = &mut sc.cursor;
     while cursor.k < h {
