@@ -1799,6 +1799,13 @@ mod tests {
             if seed % 10 == 0 {
                 dist[seed as usize % n] = INF - 2; // past the representable range
             }
+            // Cells left UNREACHABLE, or past INF, are no value either (the vector kernels
+            // take the sign of v + 1).
+            if seed % 7 == 3 {
+                dist[seed as usize * 3 % n] = UNREACHABLE;
+                dist[seed as usize * 5 % n] = INF + 1 + seed as u32;
+                dist[seed as usize * 11 % n] = INF - 1;
+            }
             let model = if seed % 2 == 0 {
                 CostModel::TenFourteen
             } else {
