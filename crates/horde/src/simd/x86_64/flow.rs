@@ -416,8 +416,9 @@ fn derive_row_exact_avx2<const PLAIN: bool>(
         // The values a neighbour holds if the step to it is the cheapest; none where this
         // cell's value is below the step (no neighbour's can be).
         let (here_s, here_g) = (_mm256_sub_epi32(here, s), _mm256_sub_epi32(here, g));
-        let fits_s = _mm256_andnot_si256(unreached, at_least(here, s));
-        let fits_g = _mm256_andnot_si256(unreached, at_least(here, g));
+        // (A lane without a value may match too: its byte is set apart at the end.)
+        let fits_s = at_least(here, s);
+        let fits_g = at_least(here, g);
         let straight_to = |v| _mm256_and_si256(fits_s, _mm256_cmpeq_epi32(v, here_s));
         // A diagonal past a side without a value (a wall) is no way.
         let diagonal_to = |v, a, b| {
