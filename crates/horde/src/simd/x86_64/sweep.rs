@@ -396,6 +396,106 @@ macro_rules! row_pass_avx2_body {
         // improve from their right neighbour (see `row_pass_avx512`).
         let mut w_carry = _mm256_set1_epi32(table[terrain[lo - 1] as usize] as i32);
         let mut leftwards = 0;
+        // Two blocks a step while sixteen cells are left: their offers side by side, one test
+        // of both for the scan, one for a change (the loop, its bounds and its branches are
+        // half the work of a block of eight). The blocks of eight below finish the run.
+        while x + 2 * CELLS_PER_BLOCK <= hi + 1 {
+            const PAIR: usize = 2 * CELLS_PER_BLOCK;
+            let above: &[u32; PAIR + 2] = prev[x - 1..x + PAIR + 1].try_into().expect("18 cells");
+            let here: &[u8; PAIR + 2] = terrain[x - 1..x + PAIR + 1].try_into().expect("18 cells");
+            let up: &[u8; PAIR] = prev_terrain[x..x + PAIR].try_into().expect("16 cells");
+            let row: &mut [u32; PAIR] = (&mut cur[x..x + PAIR]).try_into().expect("16 cells");
+            // SAFETY: every load reads 8 u32 or 16 bytes within the arrays just cut to size,
+            // the stores write 8 u32 each into `row`, which holds 16.
+            let changed = unsafe {
+                let tl = _mm_loadu_si128(here.as_ptr().cast());
+                let tc = _mm_loadu_si128(here.as_ptr().add(1).cast());
+                let tr = _mm_loadu_si128(here.as_ptr().add(2).cast());
+                let tu = _mm_loadu_si128(up.as_ptr().cast());
+                let up_wall = _mm_cmpeq_epi8(tu, wall);
+                let no_left = _mm_or_si128(_mm_cmpeq_epi8(tl, wall), up_wall);
+                let no_right = _mm_or_si128(_mm_cmpeq_epi8(tr, wall), up_wall);
+                let walls = _mm_cmpeq_epi8(tc, wall);
+                // The offers of the row before to block `k` (0 or 1) of the pair, and its
+                // values, the values after the offers and the prices along the row.
+                let offers = |k: usize| {
+                    let lanes = |m: __m128i| {
+                        _mm256_cvtepi8_epi32(if k == 0 { m } else { _mm_srli_si128::<8>(m) })
+                    };
+                    let at = k * CELLS_PER_BLOCK;
+                    let pl = _mm256_loadu_si256(above.as_ptr().add(at).cast());
+                    let pc = _mm256_loadu_si256(above.as_ptr().add(at + 1).cast());
+                    let pr = _mm256_loadu_si256(above.as_ptr().add(at + 2).cast());
+                    let is_wall = lanes(walls);
+                    let (s, g) = if $plain {
+                        (straight, diagonal)
+                    } else {
+                        let t =
+                            _mm256_cvtepu8_epi32(if k == 0 { tc } else { _mm_srli_si128::<8>(tc) });
+                        (
+                            _mm256_madd_epi16(t, straight),
+                            _mm256_madd_epi16(t, diagonal),
+                        )
+                    };
+                    let diag = _mm256_min_epu32(
+                        _mm256_min_epu32(
+                            _mm256_or_si256(pl, lanes(no_left)),
+                            _mm256_or_si256(pr, lanes(no_right)),
+                        ),
+                        inf,
+                    );
+                    let offer = _mm256_or_si256(
+                        _mm256_min_epu32(_mm256_add_epi32(pc, s), _mm256_add_epi32(diag, g)),
+                        is_wall,
+                    );
+                    let v = _mm256_loadu_si256(row.as_ptr().add(at).cast());
+                    let w = _mm256_or_si256(s, _mm256_srli_epi32::<1>(is_wall));
+                    (v, _mm256_min_epu32(v, offer), w)
+                };
+                let (v0, mut nv0, w0) = offers(0);
+                let (v1, mut nv1, w1) = offers(1);
+                // Each cell against its left neighbour: no scan along the row if none improves.
+                let after = |nv: __m256i, before: __m256i| {
+                    _mm256_blend_epi32::<0b0000_0001>(
+                        _mm256_permutevar8x32_epi32(nv, from_left),
+                        before,
+                    )
+                };
+                let mut middle = _mm256_permutevar8x32_epi32(nv0, last_lane);
+                let (mut left0, mut left1) = (after(nv0, carry), after(nv1, middle));
+                let keeps = |left: __m256i, w: __m256i, nv: __m256i| {
+                    _mm256_cmpeq_epi32(_mm256_min_epu32(_mm256_add_epi32(left, w), nv), nv)
+                };
+                let kept = _mm256_and_si256(keeps(left0, w0, nv0), keeps(left1, w1, nv1));
+                if _mm256_movemask_ps(_mm256_castsi256_ps(kept)) != 0xFF {
+                    nv0 = prefix_scan::<false>(nv0, w0, carry);
+                    middle = _mm256_permutevar8x32_epi32(nv0, last_lane);
+                    nv1 = prefix_scan::<false>(nv1, w1, middle);
+                    scanned.add(x, x + PAIR - 1);
+                    (left0, left1) = (after(nv0, carry), after(nv1, middle));
+                }
+                _mm256_storeu_si256(row.as_mut_ptr().cast(), nv0);
+                _mm256_storeu_si256(row.as_mut_ptr().add(CELLS_PER_BLOCK).cast(), nv1);
+                // Cells x - 1..x + 15 against their right neighbours.
+                let w_left0 = after(w0, w_carry);
+                let w_left1 = after(w1, _mm256_permutevar8x32_epi32(w0, last_lane));
+                let stays =
+                    _mm256_and_si256(keeps(nv0, w_left0, left0), keeps(nv1, w_left1, left1));
+                leftwards |= !_mm256_movemask_ps(_mm256_castsi256_ps(stays)) & 0xFF;
+                w_carry = _mm256_permutevar8x32_epi32(w1, last_lane);
+                carry = _mm256_permutevar8x32_epi32(nv1, last_lane);
+                let same = |nv: __m256i, v: __m256i| {
+                    _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(nv, v))) as u32
+                };
+                !(same(nv0, v0) | same(nv1, v1) << 8) & 0xFFFF
+            };
+            if changed != 0 {
+                first = first.min(x + changed.trailing_zeros() as usize);
+                last = x + 31 - changed.leading_zeros() as usize;
+                mark_cells(marks, x, x + PAIR - 1);
+            }
+            x += PAIR;
+        }
         loop {
             if x + CELLS_PER_BLOCK > hi + 1 {
                 // Fewer cells left than a block: one more block ending at `hi`, over cells done
