@@ -361,6 +361,139 @@ impl Tally8 {
     }
 }
 
+/// Blocks of eight cells of an AVX2 row pass rightwards, `$n` (even) a step while that many
+/// cells are left in the run up to `$hi`: each block takes the offers of the row before; one
+/// test of all of them for the scan along the row (all scanned in turn when any needs it, each
+/// from the last cell of the one before) and one for a change. Part of [`row_pass_avx2_body`],
+/// whose state (the last two groups) it carries on.
+macro_rules! blocks_avx2 {
+    ($n:literal, $x:ident, $hi:ident, $cur:ident, $prev:ident, $terrain:ident,
+     $prev_terrain:ident, $marks:ident, $plain:expr,
+     ($wall:ident, $inf:ident, $straight:ident, $diagonal:ident, $from_left:ident,
+      $last_lane:ident),
+     ($carry:ident, $w_carry:ident, $leftwards:ident, $first:ident, $last:ident,
+      $scanned:ident)) => {{
+        const N: usize = $n;
+        const CELLS: usize = N * CELLS_PER_BLOCK;
+        while $x + CELLS <= $hi + 1 {
+            let x = $x;
+            let above: &[u32; CELLS + 2] = $prev[x - 1..x + CELLS + 1]
+                .try_into()
+                .expect("the cells and one either side");
+            let here: &[u8; CELLS + 2] = $terrain[x - 1..x + CELLS + 1]
+                .try_into()
+                .expect("the cells and one either side");
+            let up: &[u8; CELLS] = $prev_terrain[x..x + CELLS].try_into().expect("the cells");
+            let row: &mut [u32; CELLS] = (&mut $cur[x..x + CELLS]).try_into().expect("the cells");
+            // SAFETY: every load reads 8 u32 or 16 bytes within the arrays just cut to size, the
+            // stores write 8 u32 each into `row`, which holds `CELLS`.
+            let changed = unsafe {
+                let zero = _mm256_setzero_si256();
+                // Each block's values, values after the offers, and prices along the row.
+                let (mut v, mut nv, mut w) = ([zero; N], [zero; N], [zero; N]);
+                for pair in 0..N / 2 {
+                    // The walls of two blocks, a byte each.
+                    let at = pair * 2 * CELLS_PER_BLOCK;
+                    let tl = _mm_loadu_si128(here.as_ptr().add(at).cast());
+                    let tc = _mm_loadu_si128(here.as_ptr().add(at + 1).cast());
+                    let tr = _mm_loadu_si128(here.as_ptr().add(at + 2).cast());
+                    let tu = _mm_loadu_si128(up.as_ptr().add(at).cast());
+                    let up_wall = _mm_cmpeq_epi8(tu, $wall);
+                    let no_left = _mm_or_si128(_mm_cmpeq_epi8(tl, $wall), up_wall);
+                    let no_right = _mm_or_si128(_mm_cmpeq_epi8(tr, $wall), up_wall);
+                    let walls = _mm_cmpeq_epi8(tc, $wall);
+                    for k in 0..2 {
+                        let half = |m: __m128i| if k == 0 { m } else { _mm_srli_si128::<8>(m) };
+                        let lanes = |m: __m128i| _mm256_cvtepi8_epi32(half(m));
+                        let b = at + k * CELLS_PER_BLOCK;
+                        let pl = _mm256_loadu_si256(above.as_ptr().add(b).cast());
+                        let pc = _mm256_loadu_si256(above.as_ptr().add(b + 1).cast());
+                        let pr = _mm256_loadu_si256(above.as_ptr().add(b + 2).cast());
+                        let is_wall = lanes(walls);
+                        let (s, g) = if $plain {
+                            ($straight, $diagonal)
+                        } else {
+                            let t = _mm256_cvtepu8_epi32(half(tc));
+                            (
+                                _mm256_madd_epi16(t, $straight),
+                                _mm256_madd_epi16(t, $diagonal),
+                            )
+                        };
+                        let diag = _mm256_min_epu32(
+                            _mm256_min_epu32(
+                                _mm256_or_si256(pl, lanes(no_left)),
+                                _mm256_or_si256(pr, lanes(no_right)),
+                            ),
+                            $inf,
+                        );
+                        let offer = _mm256_or_si256(
+                            _mm256_min_epu32(_mm256_add_epi32(pc, s), _mm256_add_epi32(diag, g)),
+                            is_wall,
+                        );
+                        let i = pair * 2 + k;
+                        v[i] = _mm256_loadu_si256(row.as_ptr().add(b).cast());
+                        nv[i] = _mm256_min_epu32(v[i], offer);
+                        w[i] = _mm256_or_si256(s, _mm256_srli_epi32::<1>(is_wall));
+                    }
+                }
+                // Each block's cells with the cell before each (from `before`, the cell before
+                // the block) in its lanes.
+                let after = |nv: __m256i, before: __m256i| {
+                    _mm256_blend_epi32::<0b0000_0001>(
+                        _mm256_permutevar8x32_epi32(nv, $from_left),
+                        before,
+                    )
+                };
+                // All ones where `nv` gains nothing from `left` at price `w`.
+                let keeps = |left: __m256i, w: __m256i, nv: __m256i| {
+                    _mm256_cmpeq_epi32(_mm256_min_epu32(_mm256_add_epi32(left, w), nv), nv)
+                };
+                let last_of = |v: __m256i| _mm256_permutevar8x32_epi32(v, $last_lane);
+                let mut kept = _mm256_set1_epi32(-1);
+                let mut before = $carry;
+                for i in 0..N {
+                    kept = _mm256_and_si256(kept, keeps(after(nv[i], before), w[i], nv[i]));
+                    before = last_of(nv[i]);
+                }
+                if _mm256_movemask_ps(_mm256_castsi256_ps(kept)) != 0xFF {
+                    let mut before = $carry;
+                    for i in 0..N {
+                        nv[i] = prefix_scan::<false>(nv[i], w[i], before);
+                        before = last_of(nv[i]);
+                    }
+                    $scanned.add(x, x + CELLS - 1);
+                }
+                // Each cell against its right neighbour (the cell before the step's first
+                // block included), for the pass leftwards; and the cells that changed.
+                let mut stays = _mm256_set1_epi32(-1);
+                let (mut before, mut w_before) = ($carry, $w_carry);
+                let mut changed = 0u32;
+                for i in 0..N {
+                    _mm256_storeu_si256(row.as_mut_ptr().add(i * CELLS_PER_BLOCK).cast(), nv[i]);
+                    let left = after(nv[i], before);
+                    stays = _mm256_and_si256(stays, keeps(nv[i], after(w[i], w_before), left));
+                    before = last_of(nv[i]);
+                    w_before = last_of(w[i]);
+                    let same =
+                        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(nv[i], v[i])))
+                            as u32;
+                    changed |= (!same & 0xFF) << (CELLS_PER_BLOCK * i);
+                }
+                $leftwards |= !_mm256_movemask_ps(_mm256_castsi256_ps(stays)) & 0xFF;
+                $carry = before;
+                $w_carry = w_before;
+                changed
+            };
+            if changed != 0 {
+                $first = $first.min(x + changed.trailing_zeros() as usize);
+                $last = x + 31 - changed.leading_zeros() as usize;
+                mark_cells($marks, x, x + CELLS - 1);
+            }
+            $x += CELLS;
+        }
+    }};
+}
+
 /// The body of [`row_pass_avx2`], written out where it is used: in that function (the parallel
 /// bands' and the tests') and in the closure of [`sweep_rows_avx2`], which inherits that
 /// function's target features, so that the row pass is compiled into the pass loop. The
@@ -396,106 +529,38 @@ macro_rules! row_pass_avx2_body {
         // improve from their right neighbour (see `row_pass_avx512`).
         let mut w_carry = _mm256_set1_epi32(table[terrain[lo - 1] as usize] as i32);
         let mut leftwards = 0;
-        // Two blocks a step while sixteen cells are left: their offers side by side, one test
-        // of both for the scan, one for a change (the loop, its bounds and its branches are
-        // half the work of a block of eight). The blocks of eight below finish the run.
-        while x + 2 * CELLS_PER_BLOCK <= hi + 1 {
-            const PAIR: usize = 2 * CELLS_PER_BLOCK;
-            let above: &[u32; PAIR + 2] = prev[x - 1..x + PAIR + 1].try_into().expect("18 cells");
-            let here: &[u8; PAIR + 2] = terrain[x - 1..x + PAIR + 1].try_into().expect("18 cells");
-            let up: &[u8; PAIR] = prev_terrain[x..x + PAIR].try_into().expect("16 cells");
-            let row: &mut [u32; PAIR] = (&mut cur[x..x + PAIR]).try_into().expect("16 cells");
-            // SAFETY: every load reads 8 u32 or 16 bytes within the arrays just cut to size,
-            // the stores write 8 u32 each into `row`, which holds 16.
-            let changed = unsafe {
-                let tl = _mm_loadu_si128(here.as_ptr().cast());
-                let tc = _mm_loadu_si128(here.as_ptr().add(1).cast());
-                let tr = _mm_loadu_si128(here.as_ptr().add(2).cast());
-                let tu = _mm_loadu_si128(up.as_ptr().cast());
-                let up_wall = _mm_cmpeq_epi8(tu, wall);
-                let no_left = _mm_or_si128(_mm_cmpeq_epi8(tl, wall), up_wall);
-                let no_right = _mm_or_si128(_mm_cmpeq_epi8(tr, wall), up_wall);
-                let walls = _mm_cmpeq_epi8(tc, wall);
-                // The offers of the row before to block `k` (0 or 1) of the pair, and its
-                // values, the values after the offers and the prices along the row.
-                let offers = |k: usize| {
-                    let lanes = |m: __m128i| {
-                        _mm256_cvtepi8_epi32(if k == 0 { m } else { _mm_srli_si128::<8>(m) })
-                    };
-                    let at = k * CELLS_PER_BLOCK;
-                    let pl = _mm256_loadu_si256(above.as_ptr().add(at).cast());
-                    let pc = _mm256_loadu_si256(above.as_ptr().add(at + 1).cast());
-                    let pr = _mm256_loadu_si256(above.as_ptr().add(at + 2).cast());
-                    let is_wall = lanes(walls);
-                    let (s, g) = if $plain {
-                        (straight, diagonal)
-                    } else {
-                        let t =
-                            _mm256_cvtepu8_epi32(if k == 0 { tc } else { _mm_srli_si128::<8>(tc) });
-                        (
-                            _mm256_madd_epi16(t, straight),
-                            _mm256_madd_epi16(t, diagonal),
-                        )
-                    };
-                    let diag = _mm256_min_epu32(
-                        _mm256_min_epu32(
-                            _mm256_or_si256(pl, lanes(no_left)),
-                            _mm256_or_si256(pr, lanes(no_right)),
-                        ),
-                        inf,
-                    );
-                    let offer = _mm256_or_si256(
-                        _mm256_min_epu32(_mm256_add_epi32(pc, s), _mm256_add_epi32(diag, g)),
-                        is_wall,
-                    );
-                    let v = _mm256_loadu_si256(row.as_ptr().add(at).cast());
-                    let w = _mm256_or_si256(s, _mm256_srli_epi32::<1>(is_wall));
-                    (v, _mm256_min_epu32(v, offer), w)
-                };
-                let (v0, mut nv0, w0) = offers(0);
-                let (v1, mut nv1, w1) = offers(1);
-                // Each cell against its left neighbour: no scan along the row if none improves.
-                let after = |nv: __m256i, before: __m256i| {
-                    _mm256_blend_epi32::<0b0000_0001>(
-                        _mm256_permutevar8x32_epi32(nv, from_left),
-                        before,
-                    )
-                };
-                let mut middle = _mm256_permutevar8x32_epi32(nv0, last_lane);
-                let (mut left0, mut left1) = (after(nv0, carry), after(nv1, middle));
-                let keeps = |left: __m256i, w: __m256i, nv: __m256i| {
-                    _mm256_cmpeq_epi32(_mm256_min_epu32(_mm256_add_epi32(left, w), nv), nv)
-                };
-                let kept = _mm256_and_si256(keeps(left0, w0, nv0), keeps(left1, w1, nv1));
-                if _mm256_movemask_ps(_mm256_castsi256_ps(kept)) != 0xFF {
-                    nv0 = prefix_scan::<false>(nv0, w0, carry);
-                    middle = _mm256_permutevar8x32_epi32(nv0, last_lane);
-                    nv1 = prefix_scan::<false>(nv1, w1, middle);
-                    scanned.add(x, x + PAIR - 1);
-                    (left0, left1) = (after(nv0, carry), after(nv1, middle));
-                }
-                _mm256_storeu_si256(row.as_mut_ptr().cast(), nv0);
-                _mm256_storeu_si256(row.as_mut_ptr().add(CELLS_PER_BLOCK).cast(), nv1);
-                // Cells x - 1..x + 15 against their right neighbours.
-                let w_left0 = after(w0, w_carry);
-                let w_left1 = after(w1, _mm256_permutevar8x32_epi32(w0, last_lane));
-                let stays =
-                    _mm256_and_si256(keeps(nv0, w_left0, left0), keeps(nv1, w_left1, left1));
-                leftwards |= !_mm256_movemask_ps(_mm256_castsi256_ps(stays)) & 0xFF;
-                w_carry = _mm256_permutevar8x32_epi32(w1, last_lane);
-                carry = _mm256_permutevar8x32_epi32(nv1, last_lane);
-                let same = |nv: __m256i, v: __m256i| {
-                    _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(nv, v))) as u32
-                };
-                !(same(nv0, v0) | same(nv1, v1) << 8) & 0xFFFF
-            };
-            if changed != 0 {
-                first = first.min(x + changed.trailing_zeros() as usize);
-                last = x + 31 - changed.leading_zeros() as usize;
-                mark_cells(marks, x, x + PAIR - 1);
-            }
-            x += PAIR;
+        // Blocks of eight in steps of four on long runs, then of two, while that many cells are
+        // left: their offers side by side, one test of all for the scan along the row, one for
+        // a change (a block's loop, bounds and branches cost as much as its vector work). The
+        // blocks of eight below finish the run.
+        if hi + 1 - lo >= LONG_RUN {
+            blocks_avx2!(
+                4,
+                x,
+                hi,
+                cur,
+                prev,
+                terrain,
+                prev_terrain,
+                marks,
+                $plain,
+                (wall, inf, straight, diagonal, from_left, last_lane),
+                (carry, w_carry, leftwards, first, last, scanned)
+            );
         }
+        blocks_avx2!(
+            2,
+            x,
+            hi,
+            cur,
+            prev,
+            terrain,
+            prev_terrain,
+            marks,
+            $plain,
+            (wall, inf, straight, diagonal, from_left, last_lane),
+            (carry, w_carry, leftwards, first, last, scanned)
+        );
         loop {
             if x + CELLS_PER_BLOCK > hi + 1 {
                 // Fewer cells left than a block: one more block ending at `hi`, over cells done
@@ -1006,6 +1071,11 @@ fn wide_prefix_scan<const LEFTWARDS: bool>(
 
 /// Cells of the AVX2 row pass.
 const CELLS_PER_BLOCK: usize = 8;
+
+/// Runs at least this long (columns) go four blocks a step in the AVX2 row pass, shorter ones two:
+/// four were 5-12 % faster on maps of long rows (Boston_0_256, random512-10-0), and a loop
+/// more per row pass about 1 % slower on caves of short ones (lak303d).
+const LONG_RUN: usize = 16 * CELLS_PER_BLOCK;
 
 /// The scan along a row over eight cells `v` with step prices `w` (at most `INF`), from
 /// `carry`, the value of the cell before them in the scan's direction, in every lane: each cell
