@@ -361,21 +361,24 @@ impl Tally8 {
     }
 }
 
-/// Blocks of eight cells of an AVX2 row pass rightwards, `$n` (even) a step while that many
-/// cells are left in the run up to `$hi`: each block takes the offers of the row before; one
+/// Blocks of eight cells of an AVX2 row pass rightwards, for each of the even step widths `$n`
+/// in turn (widths above two only where `$long`), that many a step while that many cells are
+/// left in the run up to `$hi`: each block takes the offers of the row before; one
 /// test of all of them for the scan along the row (all scanned in turn when any needs it, each
 /// from the last cell of the one before) and one for a change. Part of [`row_pass_avx2_body`],
 /// whose state (the last two groups) it carries on.
 macro_rules! blocks_avx2 {
-    ($n:literal, $x:ident, $hi:ident, $cur:ident, $prev:ident, $terrain:ident,
-     $prev_terrain:ident, $marks:ident, $plain:expr,
+    ([$($n:literal),+], $long:ident, $x:ident, $hi:ident, $cur:ident, $prev:ident,
+     $terrain:ident, $prev_terrain:ident, $marks:ident, $plain:expr,
      ($wall:ident, $inf:ident, $straight:ident, $diagonal:ident, $from_left:ident,
       $last_lane:ident),
      ($carry:ident, $w_carry:ident, $leftwards:ident, $first:ident, $last:ident,
-      $scanned:ident)) => {{
+      $scanned:ident)) => {$({
         const N: usize = $n;
         const CELLS: usize = N * CELLS_PER_BLOCK;
-        while $x + CELLS <= $hi + 1 {
+        // More than two blocks a step only on long runs (see `LONG_RUN`).
+        let wanted = N <= 2 || $long;
+        while wanted && $x + CELLS <= $hi + 1 {
             let x = $x;
             let above: &[u32; CELLS + 2] = $prev[x - 1..x + CELLS + 1]
                 .try_into()
@@ -491,7 +494,7 @@ macro_rules! blocks_avx2 {
             }
             $x += CELLS;
         }
-    }};
+    })+};
 }
 
 /// The body of [`row_pass_avx2`], written out where it is used: in that function (the parallel
@@ -533,23 +536,10 @@ macro_rules! row_pass_avx2_body {
         // left: their offers side by side, one test of all for the scan along the row, one for
         // a change (a block's loop, bounds and branches cost as much as its vector work). The
         // blocks of eight below finish the run.
-        if hi + 1 - lo >= LONG_RUN {
-            blocks_avx2!(
-                4,
-                x,
-                hi,
-                cur,
-                prev,
-                terrain,
-                prev_terrain,
-                marks,
-                $plain,
-                (wall, inf, straight, diagonal, from_left, last_lane),
-                (carry, w_carry, leftwards, first, last, scanned)
-            );
-        }
+        let long = hi + 1 - lo >= LONG_RUN;
         blocks_avx2!(
-            2,
+            [4, 2],
+            long,
             x,
             hi,
             cur,
@@ -736,8 +726,9 @@ macro_rules! row_pass_avx2_body {
     }};
 }
 
-/// `row_pass` (integration sweeps) for AVX2, eight cells at a time: each block takes the offers
-/// of the row before and then the scan from its left neighbour in the same step, then a scan
+/// `row_pass` (integration sweeps) for AVX2, eight cells a block, rightwards two or four blocks a
+/// step ([`blocks_avx2`]): each block takes the offers of the row before and then the scan from
+/// its left neighbour in the same step, then a scan
 /// leftwards over the columns that changed, unless the blocks found no cell that their values
 /// improve from its right neighbour (most passes on caves: the loop and its mispredicted exit
 /// are saved). A block whose cells none improve from their neighbour (the check is a shift, an
@@ -747,7 +738,7 @@ macro_rules! row_pass_avx2_body {
 ///
 /// The row must be consistent along itself before (no cell improves from a neighbour in the
 /// row), as the builder keeps every row: then the cells that change are exactly those of
-/// plain `settle`, and so is the span returned. The marks are those of the blocks of eight that
+/// plain `settle`, and so is the span returned. The marks are those of the steps of blocks that
 /// changed, finer than the span's; the back marks cover the blocks where the scans along the
 /// row ran and the cells beyond them, from the first to the last ([`Scanned`]).
 #[cfg(any(feature = "parallel", test))]
