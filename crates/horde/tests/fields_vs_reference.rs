@@ -223,12 +223,15 @@ proptest! {
         sliced.set_sweeps(sweeps);
         sliced.start(&cost, &goals, model).unwrap();
         let mut calls = 0;
-        let row = cost.width() as usize + 2;
+        // A row's work: its columns, and 16 for each run of them swept (runs of chunks of 16
+        // columns, an unmarked chunk between two runs).
+        let padded = cost.width() as usize + 2;
+        let row = padded + 16 * (padded / 32 + 1);
         let stats = loop {
             calls += 1;
             match sliced.advance(budget).unwrap() {
-                // The wave settles exactly the budget; a sweep stops at the first row that
-                // reaches it (and a winding map starts over as the wave).
+                // The wave settles exactly the budget; a sweep stops at the end of the first
+                // row that reaches it (and a winding map starts over as the wave).
                 BuildProgress::Running { settled } if sweeps => {
                     prop_assert!(settled <= calls * (budget + row));
                 }

@@ -25,6 +25,10 @@ const WALL_STEP: u32 = 1 << 31;
 /// times per map are in `docs/benchmarks.md`). A map handed over cost one try of sweeps, and the
 /// next builds of its size go straight to the wave.
 const MAX_WORK: u64 = 10;
+/// The work of a run of columns beyond its columns: the row pass's set-up and tails and the
+/// telling of the neighbour rows cost about as much as this many columns swept, which on mazes
+/// (runs of a few blocks) is much of the work.
+const RUN_WORK: u64 = 16;
 /// A build whose sweeps did more than this many columns of work per cell reached sends the next
 /// builds of its size to the wave: a column swept costs about a tenth of a cell settled by the
 /// wave (the work and times per map are in `docs/benchmarks.md`).
@@ -843,7 +847,7 @@ fn sweep_band(
                 lo,
                 hi,
             );
-            out.work += (hi + 1 - lo) as u64;
+            out.work += (hi + 1 - lo) as u64 + RUN_WORK;
             row_changed |= span.lo <= span.hi;
         }
         if !row_changed {
@@ -1201,7 +1205,7 @@ pub(crate) fn sweep_rows(
             let rows = (cur, prev, &costs[r..r + pw], &costs[p..p + pw]);
             let marked = (&mut *marks, &mut *back);
             let span = row_pass((rows, prices, table, &mut *cand, marked, lo, hi));
-            cursor.work += (hi + 1 - lo) as u64;
+            cursor.work += (hi + 1 - lo) as u64 + RUN_WORK;
             touch_span(touched, r, span);
             changed |= span.lo <= span.hi;
         }

@@ -490,7 +490,7 @@ macro_rules! blocks_avx2 {
             if changed != 0 {
                 $first = $first.min(x + changed.trailing_zeros() as usize);
                 $last = x + 31 - changed.leading_zeros() as usize;
-                mark_cells($marks, x, x + CELLS - 1);
+                mark_cells($marks, x + changed.trailing_zeros() as usize, $last);
             }
             $x += CELLS;
         }
@@ -642,7 +642,7 @@ macro_rules! row_pass_avx2_body {
             if changed != 0 {
                 first = first.min(x + changed.trailing_zeros() as usize);
                 last = x + 31 - changed.leading_zeros() as usize;
-                mark_cells(marks, x, x + CELLS_PER_BLOCK - 1);
+                mark_cells(marks, x + changed.trailing_zeros() as usize, last);
             }
             x += CELLS_PER_BLOCK;
         }
@@ -874,7 +874,7 @@ macro_rules! row_pass_avx512_body {
             if changed != 0 {
                 first = first.min(x + changed.trailing_zeros() as usize);
                 last = x + 31 - changed.leading_zeros() as usize;
-                mark_cells(marks, x, x + WIDE - 1);
+                mark_cells(marks, x + changed.trailing_zeros() as usize, last);
             }
             x += WIDE;
         }
