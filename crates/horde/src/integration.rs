@@ -262,7 +262,7 @@ pub struct WaveStats {
 /// with a wall border (so no loop needs bounds tests), each cell's legal steps (a byte, for the
 /// wave) and the working distances (4); 5 more once a map is swept along columns (its costs
 /// transposed and a second buffer of distances, see `columns`); plus the sweeps' bookkeeping (a
-/// bit per 16 cells and pass direction: 1/64 byte per cell), the wave's footprint (a bit per 16
+/// bit per 8 cells and pass direction: 1/32 byte per cell), the wave's footprint (a bit per 16
 /// cells: 1/128 byte per cell, kept three times: the copies describe the field written last and
 /// the spans listed last), a row of candidates, two rows per thread for parallel sweeps, the wave's
 /// bucket queue (at least 64 buckets, each keeping the storage of the most entries it held at
@@ -2959,7 +2959,7 @@ mod tests {
 
     #[test]
     fn sweeps_of_maps_wider_than_one_word_of_marks_equal_the_wave() {
-        // 1100 columns need two 64-bit words of marks per row (16 columns a mark); sliced, so
+        // 1100 columns need three 64-bit words of marks per row (8 columns a mark); sliced, so
         // the one-thread sweeps build it, with terrain and walls so that rows change again.
         let mut cost = open(1100, 6);
         for x in (7..1090).step_by(13) {
@@ -3054,9 +3054,9 @@ mod tests {
         }
     }
 
-    /// Bands on a map wider than one word of needs per row (64 chunks of 16 columns): each
-    /// band's rows of needs must be its own; and on one whose padded rows fill that word exactly
-    /// (1022 + 2 columns), where a run of needs ends at the word's last bit. Walls every 40
+    /// Bands on a map wider than one word of needs per row (64 chunks of 8 columns): each
+    /// band's rows of needs must be its own; and on one whose padded rows fill two words exactly
+    /// (1022 + 2 columns), where a run of needs ends at a word's last bit. Walls every 40
     /// columns with gaps alternating top and bottom make the sweeps pass needs across the bands'
     /// edges for many rounds.
     #[test]

@@ -223,10 +223,10 @@ proptest! {
         sliced.set_sweeps(sweeps);
         sliced.start(&cost, &goals, model).unwrap();
         let mut calls = 0;
-        // A row's work: its columns, and 16 for each run of them swept (runs of chunks of 16
+        // A row's work: its columns, and 16 for each run of them swept (runs of chunks of 8
         // columns, an unmarked chunk between two runs).
         let padded = cost.width() as usize + 2;
-        let row = padded + 16 * (padded / 32 + 1);
+        let row = padded + 16 * (padded / 16 + 1);
         let stats = loop {
             calls += 1;
             match sliced.advance(budget).unwrap() {

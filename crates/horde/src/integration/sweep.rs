@@ -4,7 +4,7 @@
 //! ways. Values only ever decrease and are always costs of real paths, so the fixed point is the
 //! shortest-path field: the same values as the Dijkstra wave, hence the same flow.
 //!
-//! Only what can change is swept: each row keeps, per direction, the chunks of 16 columns where
+//! Only what can change is swept: each row keeps, per direction, the chunks of 8 columns where
 //! the row before it changed, and a scan along a row stops where cells stop improving. On open
 //! maps this settles in a few streaming passes, with no queue and no random access. Maps whose
 //! shortest paths wind back and forth need more passes (rooms joined by one-cell doors two or
@@ -60,11 +60,13 @@ pub(crate) const EMPTY: Span = Span {
 
 /// Columns per bit of a row's needs. A row's pass looks only at the chunks of columns where a
 /// neighbouring row changed, so that changes at both ends of a row do not make the pass sweep
-/// all the columns between them (on open maps, the late passes change a few cells per row).
-const COLUMNS_PER_MARK: usize = 16;
+/// all the columns between them (on open maps, the late passes change a few cells per row). A
+/// block of the AVX2 kernel: on caves, chunks of 16 swept a tenth more columns, and the field
+/// took 1.05 times as long (lak303d; see `docs/benchmarks.md`).
+const COLUMNS_PER_MARK: usize = 8;
 
 /// Per-build scratch of the sweeps: per row, the chunks of columns each direction's next pass
-/// must look at (a bit per `COLUMNS_PER_MARK` columns and direction: 1/64 byte per cell); a row of
+/// must look at (a bit per `COLUMNS_PER_MARK` columns and direction: 1/32 byte per cell); a row of
 /// candidates and two rows of marks. Step prices come from the padded costs (1 byte per cell) as
 /// the rows are swept, so each pass streams 5 bytes per cell.
 #[derive(Debug, Default, Clone)]
@@ -885,12 +887,15 @@ fn or_marks(need: &mut [u64], marks: &[u64]) {
 }
 
 /// The first run of consecutive marked chunks in a row's needs, cleared, as columns (padded
-/// x, within the map). One pass over a run instead of one per chunk: each pass over a row has a
-/// fixed cost.
+/// x, within the map); one unmarked chunk between two marked ones of a word joins them. One
+/// pass over a run instead of one per chunk: each pass over a row has a fixed cost, more than
+/// sweeping a chunk more.
 #[inline]
 fn take_run(need: &mut [u64], pw: usize) -> Option<(usize, usize)> {
     loop {
         let w = need.iter().position(|&b| b != 0)?;
+        let word = need[w];
+        need[w] |= (word << 1) & (word >> 1);
         let start = w * 64 + need[w].trailing_zeros() as usize;
         let mut end = start;
         while end / 64 < need.len() {
