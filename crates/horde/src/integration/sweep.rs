@@ -82,6 +82,16 @@ pub(crate) struct SweepScratch {
     candidates: Vec<u32>,
     /// The chunks of columns next to cells the current row changed (`words` words).
     marks: Vec<u64>,
+    /// Per row, the chunks of columns that hold a walkable cell (`words` words a row, 1/8 bit a
+    /// cell), for the map along rows and turned (along columns): needs are kept only there,
+    /// since a chunk of walls never changes. Worked out at the second build over one map version
+    /// and layout (`open_of`, see `open_chunks`); all ones before (a map edited at every build
+    /// never pays the pass over its costs).
+    open: [Vec<u64>; 2],
+    open_of: [OpenOf; 2],
+    open_seen: [OpenOf; 2],
+    /// Which of `open` the sweeps under way read (1: along columns).
+    layout: usize,
     /// The chunks of columns next to cells the current row improved along itself (by the
     /// scans, not by an offer from the row before): on a map of plain ground only these can
     /// improve the row before, which the pass came from (see [`tell_neighbours`]).
@@ -119,6 +129,10 @@ pub(crate) struct SweepScratch {
     #[cfg(feature = "parallel")]
     seed_row: usize,
 }
+
+/// The map layout [`SweepScratch::open`] describes: the cost version (0: none), whether the
+/// map is turned (swept along columns), and the padded width.
+type OpenOf = (u64, bool, usize);
 
 /// Base prices of a straight and a diagonal step; a step costs its base times the terrain of the
 /// cell it leaves.
@@ -325,6 +339,7 @@ impl IntegrationBuilder {
             dir.clear();
             dir.resize(rows.div_ceil(64), 0);
         }
+        open_chunks(sc, &self.costs, (self.cost_version, self.columns, pw));
         sc.candidates.clear();
         sc.candidates.resize(pw, INF);
         sc.marks.clear();
@@ -880,6 +895,36 @@ fn sweep_band(
 /// `need |= marks`.
 #[cfg(feature = "parallel")]
 #[inline]
+/// Fill [`SweepScratch::open`] for the padded costs `costs` of layout `of`: worked out once per
+/// map version and layout, from the second build over it on; all ones (every chunk may change)
+/// before and for a map without a version. O(cells) when worked out, O(cells / 512) otherwise.
+fn open_chunks(sc: &mut SweepScratch, costs: &[u8], of: OpenOf) {
+    let (words, pw) = (sc.words, of.2);
+    let rows = costs.len() / pw;
+    let layout = usize::from(of.1);
+    sc.layout = layout;
+    let open = &mut sc.open[layout];
+    if of.0 != 0 && sc.open_of[layout] == of && open.len() == rows * words {
+        return;
+    }
+    open.clear();
+    if of.0 == 0 || sc.open_seen[layout] != of {
+        sc.open_seen[layout] = of;
+        sc.open_of[layout] = (0, false, 0);
+        open.resize(rows * words, u64::MAX);
+        return;
+    }
+    open.resize(rows * words, 0);
+    for (row, open) in costs.chunks_exact(pw).zip(open.chunks_exact_mut(words)) {
+        for (k, chunk) in row.chunks(COLUMNS_PER_MARK).enumerate() {
+            if chunk.iter().any(|&c| c != WALL) {
+                open[k / 64] |= 1 << (k % 64);
+            }
+        }
+    }
+    sc.open_of[layout] = of;
+}
+
 fn or_marks(need: &mut [u64], marks: &[u64]) {
     for (n, &m) in need.iter_mut().zip(marks) {
         *n |= m;
@@ -973,7 +1018,8 @@ fn mark_span(marks: &mut [u64], span: Span) {
 /// marks.
 fn spread(sc: &mut SweepScratch, y: usize, h: usize) {
     let marked = (&mut sc.marks[..], &mut sc.back[..]);
-    tell_neighbours((&mut sc.need, &mut sc.needy), sc.words, y, h, marked, None);
+    let needs = (&mut sc.need, &mut sc.needy);
+    tell_neighbours(needs, &sc.open[sc.layout], sc.words, y, h, marked, None);
 }
 
 /// The rows above and below row `y` must look at `marks` on their next pass (bottom-up for the
@@ -991,6 +1037,7 @@ fn spread(sc: &mut SweepScratch, y: usize, h: usize) {
 #[inline(always)]
 fn tell_neighbours(
     (need, needy): (&mut [Vec<u64>; 2], &mut [Vec<u64>; 2]),
+    open: &[u64],
     words: usize,
     y: usize,
     h: usize,
@@ -1001,14 +1048,19 @@ fn tell_neighbours(
     let [down, up] = need;
     let below = &mut down[(y + 1) * words..][..words];
     let above = &mut up[(y - 1) * words..][..words];
+    let open_below = &open[(y + 1) * words..][..words];
+    let open_above = &open[(y - 1) * words..][..words];
     let (mut to_below, mut to_above) = (0, 0);
     let rows = below.iter_mut().zip(above.iter_mut());
-    for ((b, a), (m, k)) in rows.zip(marks.iter_mut().zip(back.iter_mut())) {
+    let open = open_below.iter().zip(open_above);
+    let marked = marks.iter_mut().zip(back.iter_mut());
+    for (((b, a), (ob, oa)), (m, k)) in rows.zip(open).zip(marked) {
         let (for_below, for_above) = match pass {
             None => (*m, *m),
             Some(0) => (*m, *k),
             Some(_) => (*k, *m),
         };
+        let (for_below, for_above) = (for_below & ob, for_above & oa);
         *b |= for_below;
         *a |= for_above;
         to_below |= for_below;
@@ -1168,6 +1220,7 @@ pub(crate) fn sweep_rows(
     let upward = sc.cursor.dir == 1;
     let need = &mut sc.need;
     let needy = &mut sc.needy;
+    let open = &sc.open[sc.layout][..];
     let marks = &mut sc.marks[..];
     let back = &mut sc.back[..];
     // On plain ground the row before looks only at `back` (see `tell_neighbours`).
@@ -1217,7 +1270,7 @@ pub(crate) fn sweep_rows(
         if changed {
             cursor.changed += 1;
             let pass = back_only.then_some(usize::from(upward));
-            tell_neighbours((need, needy), words, y, h, (marks, back), pass);
+            tell_neighbours((need, needy), open, words, y, h, (marks, back), pass);
         }
     }
     true
@@ -1996,6 +2049,57 @@ mod tests {
             // The sweeps, not the wave, built most rounds, from small footprints.
             assert!(left_inf >= 4, "{model:?}: {left_inf} builds left INF");
         }
+    }
+
+    #[test]
+    fn needs_skip_chunks_of_walls_from_the_second_build_over_a_map_on() {
+        use crate::{FlowField, IntegrationField};
+        use glam::UVec2;
+        let cost = crate::maps::scattered_map(150, 90, 7).unwrap();
+        let walkable: Vec<UVec2> = (0..90)
+            .flat_map(|y| (0..150).map(move |x| UVec2::new(x, y)))
+            .filter(|&c| cost.is_walkable(c))
+            .collect();
+        let model = CostModel::TenFourteen;
+        let mut reused = IntegrationBuilder::new();
+        let mut field = IntegrationField::new(*cost.grid(), model);
+        let mut flow = FlowField::new(*cost.grid());
+        let mut rows_worked_out = 0;
+        for (round, &goal) in walkable.iter().step_by(walkable.len() / 5).enumerate() {
+            reused
+                .build_into(&cost, &[goal], model, &mut field)
+                .unwrap();
+            let sc = &reused.sweep;
+            let along_rows = (reused.cost_version, false, reused.padded_width);
+            if round == 0 {
+                // The first build over the map (along rows) keeps needs everywhere.
+                assert_eq!(sc.layout, 0);
+                assert!(sc.open[0].iter().all(|&w| w == u64::MAX));
+            } else if sc.open_of[0] == along_rows {
+                // From the second along rows on, only chunks of the padded rows with a walkable
+                // cell.
+                rows_worked_out += 1;
+                let pw = reused.padded_width;
+                for (y, row) in reused.costs.chunks_exact(pw).enumerate() {
+                    for (k, chunk) in row.chunks(COLUMNS_PER_MARK).enumerate() {
+                        let open = sc.open[0][y * sc.words + k / 64] >> (k % 64) & 1 == 1;
+                        assert_eq!(open, chunk.iter().any(|&c| c != WALL), "row {y} chunk {k}");
+                    }
+                }
+            }
+            reused.flow_into(&mut flow).unwrap();
+            let mut wave = IntegrationBuilder::new();
+            wave.set_sweeps(false);
+            let want = wave.build(&cost, &[goal], model).unwrap();
+            let mut want_flow = FlowField::new(*cost.grid());
+            wave.flow_into(&mut want_flow).unwrap();
+            assert_eq!(field.values(), want.values(), "round {round}");
+            assert_eq!(flow.bytes(), want_flow.bytes(), "round {round}");
+        }
+        assert!(
+            rows_worked_out >= 2,
+            "{rows_worked_out} builds along rows skipped walls"
+        );
     }
 
     enum BuildProgressKind {
