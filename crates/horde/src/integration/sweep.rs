@@ -892,9 +892,6 @@ fn sweep_band(
     out
 }
 
-/// `need |= marks`.
-#[cfg(feature = "parallel")]
-#[inline]
 /// Fill [`SweepScratch::open`] for the padded costs `costs` of layout `of`: worked out once per
 /// map version and layout, from the second build over it on; all ones (every chunk may change)
 /// before and for a map without a version. O(cells) when worked out, O(cells / 512) otherwise.
@@ -925,6 +922,9 @@ fn open_chunks(sc: &mut SweepScratch, costs: &[u8], of: OpenOf) {
     sc.open_of[layout] = of;
 }
 
+/// `need |= marks`.
+#[cfg(feature = "parallel")]
+#[inline]
 fn or_marks(need: &mut [u64], marks: &[u64]) {
     for (n, &m) in need.iter_mut().zip(marks) {
         *n |= m;
