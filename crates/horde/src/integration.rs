@@ -261,17 +261,17 @@ pub struct WaveStats {
 /// Memory: 6 bytes per cell of the padded grid `(width + 2) × (height + 2)`: a copy of the costs
 /// with a wall border (so no loop needs bounds tests), each cell's legal steps (a byte, for the
 /// wave) and the working distances (4); 5 more once a map is swept along columns (its costs
-/// transposed and a second buffer of distances, see `columns`); plus the sweeps' bookkeeping (a
-/// bit per 8 cells and pass direction: 1/32 byte per cell), the wave's footprint (a bit per 16
-/// cells: 1/128 byte per cell, kept three times: the copies describe the field written last and
-/// the spans listed last), a row of candidates, two rows per thread for parallel sweeps, the wave's
-/// bucket queue (at least 64 buckets, each keeping the storage of the most entries it held at
-/// once, 4 bytes per entry), the footprint's spans of the field written last (12 bytes per
-/// span), and the map's rooms and corridors once worked out (rooms: a bit and a half per padded
-/// cell, 24 bytes per room entry, 128 KiB of crossing prices, see `rooms`; corridors: a bit and
-/// a half per padded cell, 9 bytes per corridor cell, 8 more per inner one, 20 per corridor
-/// end, see `chains`; the graph the wave crosses them by: a bit and a half per padded cell,
-/// 12 bytes per node and 24 per edge, see `graph`).
+/// transposed and a second buffer of distances, see `columns`); plus the sweeps' bookkeeping (a bit
+/// per 8 cells and pass direction, and per layout for the chunks with a walkable cell: 1/16 byte
+/// per cell), the wave's footprint (a bit per 16 cells: 1/128 byte per cell, kept three times: the
+/// copies describe the field written last and the spans listed last), a row of candidates, two rows
+/// per thread for parallel sweeps, the wave's bucket queue (at least 64 buckets, each keeping the
+/// storage of the most entries it held at once, 4 bytes per entry), the footprint's spans of the
+/// field written last (12 bytes per span), and the map's rooms and corridors once worked out
+/// (rooms: a bit and a half per padded cell, 24 bytes per room entry, 128 KiB of crossing prices,
+/// see `rooms`; corridors: a bit and a half per padded cell, 9 bytes per corridor cell, 8 more per
+/// inner one, 20 per corridor end, see `chains`; the graph the wave crosses them by: a bit and a
+/// half per padded cell, 12 bytes per node and 24 per edge, see `graph`).
 #[derive(Debug, Default, Clone)]
 pub struct IntegrationBuilder {
     pub(crate) padded_width: usize,
