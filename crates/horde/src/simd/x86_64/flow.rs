@@ -242,6 +242,14 @@ fn derive_spans_avx2(
     first: usize,
     spans: impl Iterator<Item = (usize, usize, usize)> + Clone,
 ) {
+    let fetch = |p: *const u8| _mm_prefetch::<_MM_HINT_T0>(p.cast());
+    if kind.exact && kind.plain && narrow_fits(kind) {
+        let field = (costs, dist, pw, kind);
+        let narrow = |rows: RowsAround<'_>, prices, row: &mut [u8]| {
+            derive_row_narrow_avx2(rows, prices, row)
+        };
+        return derive_spans_with(field, out, first, spans, narrow, fetch);
+    }
     derive_spans_of_kind(
         (costs, dist, pw, kind),
         out,
@@ -250,8 +258,120 @@ fn derive_spans_avx2(
         |rows, prices, row| derive_row_exact_avx2::<false>(rows, prices, row),
         |rows, prices, row| derive_row_exact_avx2::<true>(rows, prices, row),
         |rows, prices, row| derive_row_avx2(rows, prices, row),
-        |p| _mm_prefetch::<_MM_HINT_T0>(p.cast()),
+        fetch,
     );
+}
+
+/// The highest value a cell may hold for [`derive_row_narrow_avx2`] to work out its arrow in
+/// 16-bit lanes: its neighbours' values, at most a step more on plain ground, then stay below
+/// `i16::MAX`, which stands for "no value" there.
+const NARROW_LIMIT: u32 = i16::MAX as u32 - 256;
+
+/// Whether [`derive_row_narrow_avx2`] serves a field of this kind: steps of at most 255 (the
+/// 10-14 model, not octile's), and "no value" from `i16::MAX` on, so that every value without
+/// one packs to a 16-bit lane of `i16::MAX` or more.
+fn narrow_fits(kind: FieldKind) -> bool {
+    kind.model.diagonal() <= 255 && kind.model.straight() <= 255 && kind.none >= i16::MAX as u32
+}
+
+/// [`derive_row_exact_avx2`] over plain ground, sixteen cells a block in 16-bit lanes: the values
+/// are packed two vectors into one as they are loaded, and every test after that does sixteen
+/// cells, nearly half the operations a cell. A block holding a value above [`NARROW_LIMIT`]
+/// goes to the 32-bit kernel, as do rows shorter than a block.
+///
+/// In 16-bit lanes, values from `i16::MAX` on (where "no value" packs to) stay apart from the
+/// real ones by saturating adds: a neighbour's value `v` is where the cell steps when `v` plus
+/// the step is the cell's value (no test that the cell's value is at least the step). A diagonal
+/// needs both sides open: on an exact field a side is at most a straight step above the
+/// diagonal neighbour beside it, so the larger side less a straight step is at most the
+/// diagonal's value unless a side has no value, when it is near `i16::MAX` and the offer
+/// overshoots every real value. The same bytes as [`derive_row_exact_avx2`] (the tests compare
+/// them).
+#[target_feature(enable = "avx2")]
+fn derive_row_narrow_avx2(rows: RowsAround<'_>, prices: ArrowPrices, row: &mut [u8]) {
+    const WIDE: usize = 16;
+    let w = row.len();
+    if w < WIDE {
+        return derive_row_exact_avx2::<true>(rows, prices, row);
+    }
+    let (up, mid, down, terrain) = padded_rows(rows, w);
+    let (straight, diagonal, _) = prices;
+    let splat = |v: u32| _mm256_set1_epi16(v as i16);
+    let (s, g) = (splat(straight), splat(diagonal));
+    let no_value = splat(i16::MAX as u32);
+    let limit = _mm256_set1_epi32(NARROW_LIMIT as i32);
+    let load = |values: &[u32], at: usize| {
+        let lanes: &[u32; WIDE] = values[at..at + WIDE].try_into().expect("16 values");
+        // SAFETY: reads 8 u32 twice from an array of 16.
+        unsafe {
+            (
+                _mm256_loadu_si256(lanes.as_ptr().cast()),
+                _mm256_loadu_si256(lanes.as_ptr().add(8).cast()),
+            )
+        }
+    };
+    // Sixteen values in 16-bit lanes, signed saturation: real values up to the limit as they
+    // are, larger ones (INF) at `i16::MAX`, UNREACHABLE (-1 as i32) at 0xFFFF. The lanes come in
+    // the order of `_mm256_packs_epi32` (cells 0-3, 8-11, 4-7, 12-15), the same for every row,
+    // which only the bytes at the end undo.
+    let pack = |(lo, hi): (__m256i, __m256i)| _mm256_packs_epi32(lo, hi);
+    let wall = _mm_set1_epi8(WALL as i8);
+    for x in arrow_blocks(w, WIDE) {
+        let bytes: &[u8; WIDE] = terrain[x + 1..x + 1 + WIDE].try_into().expect("16 cells");
+        // SAFETY: reads 16 bytes from an array of 16.
+        let is_wall = _mm_cmpeq_epi8(unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) }, wall);
+        let here_wide = load(mid, x + 1);
+        // Above the limit, or INF (a signed compare: UNREACHABLE is -1): the 32-bit kernel.
+        let large = _mm256_or_si256(
+            _mm256_cmpgt_epi32(here_wide.0, limit),
+            _mm256_cmpgt_epi32(here_wide.1, limit),
+        );
+        let cells = &mut row[x..x + WIDE];
+        if _mm256_testz_si256(large, large) == 0 {
+            let around = (&up[x..], &mid[x..], &down[x..], &terrain[x..]);
+            derive_row_exact_avx2::<true>(around, prices, cells);
+            continue;
+        }
+        let here = pack(here_wide);
+        // All ones where the cell has no value.
+        let unreached = _mm256_cmpeq_epi16(_mm256_max_epu16(here, no_value), here);
+        let byte = if _mm256_movemask_epi8(unreached) == -1 {
+            _mm256_set1_epi16(FLOW_UNREACHABLE as i16)
+        } else {
+            let around = Around {
+                n: pack(load(up, x + 1)),
+                ne: pack(load(up, x + 2)),
+                e: pack(load(mid, x + 2)),
+                se: pack(load(down, x + 2)),
+                s: pack(load(down, x + 1)),
+                sw: pack(load(down, x)),
+                w: pack(load(mid, x)),
+                nw: pack(load(up, x)),
+            };
+            let straight_to = |v| _mm256_cmpeq_epi16(_mm256_adds_epu16(v, s), here);
+            let diagonal_to = |v, a, b| {
+                let sides = _mm256_subs_epu16(_mm256_max_epu16(a, b), s);
+                _mm256_cmpeq_epi16(_mm256_adds_epu16(_mm256_max_epu16(v, sides), g), here)
+            };
+            let to = around.by_direction(straight_to, diagonal_to);
+            // The lowest direction wins; a reached cell with none is a sink.
+            let mut byte = splat(FLOW_GOAL as u32);
+            for d in (0..8).rev() {
+                byte = _mm256_blendv_epi8(byte, splat(d as u32), to[d]);
+            }
+            _mm256_blendv_epi8(byte, splat(FLOW_UNREACHABLE as u32), unreached)
+        };
+        // Sixteen lanes to bytes, back in the cells' order, walls set apart.
+        let packed = _mm256_packus_epi16(byte, byte);
+        let sixteen = _mm_unpacklo_epi32(
+            _mm256_castsi256_si128(packed),
+            _mm256_extracti128_si256::<1>(packed),
+        );
+        let sixteen = _mm_blendv_epi8(sixteen, _mm_set1_epi8(FLOW_WALL as i8), is_wall);
+        let out: &mut [u8; WIDE] = cells.try_into().expect("16 cells");
+        // SAFETY: writes 16 bytes into an array of 16.
+        unsafe { _mm_storeu_si128(out.as_mut_ptr().cast(), sixteen) };
+    }
 }
 
 /// A row kernel's signature (see [`derive_row`]).
