@@ -12,8 +12,8 @@
 //! fixed point is the shortest-path field.
 
 use super::IntegrationBuilder;
-use super::sweep::INF;
-use crate::cost::WALL;
+use super::sweep::{INF, SweepOutcome, finish_plain};
+use crate::cost::{CostModel, WALL};
 
 /// Builds along the cheaper way before the other is tried again; twice as many after each try
 /// that finds it dearer still, up to `RETRY_AFTER << MAX_BACKOFF`.
@@ -149,13 +149,22 @@ pub(crate) fn transpose_plain<T: Copy>(src: &[T], width: usize, rows: usize, dst
     }
 }
 
-/// [`transpose_plain`] for distances, with the vector kernel the CPU has.
-pub(crate) fn transpose_u32(src: &[u32], width: usize, rows: usize, dst: &mut [u32]) {
+/// The sweeps' end pass (see `sweep::finish`) over distances along columns, `src` (`rows` rows
+/// of `width` cells), written turned back into rows in `dst` ([`transpose_plain`]), with the
+/// vector kernel the CPU has: one pass over the map for the two.
+pub(crate) fn transpose_finish(
+    src: &[u32],
+    width: usize,
+    rows: usize,
+    dst: &mut [u32],
+    model: CostModel,
+) -> SweepOutcome {
     #[cfg(target_arch = "x86_64")]
     if let Some(avx2) = crate::simd::cpu().avx2 {
-        return avx2.transpose_u32(src, width, rows, dst);
+        return avx2.transpose_finish(src, width, rows, dst, model);
     }
     transpose_plain(src, width, rows, dst);
+    finish_plain(&mut dst[..width * rows], model)
 }
 
 impl IntegrationBuilder {
@@ -186,13 +195,11 @@ impl IntegrationBuilder {
         }
     }
 
-    /// Back to rows after sweeps along columns, the distances turned back when the sweeps are
-    /// done (every cell: the footprint, kept along columns, is dropped).
-    pub(crate) fn turn_back_to_rows(&mut self, done: bool) {
+    /// Back to rows after sweeps along columns, whose end pass turned the distances back into
+    /// the other buffer ([`transpose_finish`]; every cell: the footprint, kept along columns, is
+    /// dropped).
+    pub(crate) fn turn_back_to_rows(&mut self) {
         let (turned_width, turned_rows) = (self.padded_width, self.height + 2);
-        if done {
-            transpose_u32(&self.dist, turned_width, turned_rows, &mut self.other_dist);
-        }
         std::mem::swap(&mut self.costs, &mut self.turned_costs);
         std::mem::swap(&mut self.dist, &mut self.other_dist);
         (self.padded_width, self.width, self.height) =

@@ -11,6 +11,7 @@
 //! three times as many, still cheaper than the wave), mazes many more: when the work passes a
 //! budget, the map goes to the wave, and the next builds of that size go straight there.
 
+use super::columns::transpose_finish;
 use super::{IntegrationBuilder, TOUCHED_BLOCK, UNREACHABLE, small_footprint};
 use crate::cost::{CostModel, WALL};
 use crate::simd::Cpu;
@@ -406,7 +407,7 @@ impl IntegrationBuilder {
                 .learn(sc.map, self.columns, sc.cursor.work, len, reached, small);
         }
         if self.columns && outcome != SweepOutcome::Running {
-            self.turn_back_to_rows(matches!(outcome, SweepOutcome::Done(_)));
+            self.turn_back_to_rows();
         }
         outcome
     }
@@ -430,6 +431,9 @@ impl IntegrationBuilder {
                 // The work of all bands, or past the budget.
                 sc.cursor.work = converged.unwrap_or(sc.cursor.budget + 1);
                 let outcome = match converged {
+                    Some(_) if self.columns => {
+                        transpose_finish(dist, pw, h + 2, &mut self.other_dist, model)
+                    }
                     Some(_) => finish(dist, model),
                     None => SweepOutcome::HandOver,
                 };
@@ -473,6 +477,9 @@ impl IntegrationBuilder {
         let small = !self.columns && small_footprint(touched, dist.len());
         let outcome = if small {
             finish_blocks(dist, touched, model)
+        } else if self.columns {
+            // Along columns, the end pass turns the distances back into rows as it goes.
+            transpose_finish(dist, pw, h + 2, &mut self.other_dist, model)
         } else {
             finish(dist, model)
         };

@@ -309,7 +309,7 @@ fn finish_blocks_avx2(dist: &mut [u32], blocks: &[u64], model: CostModel) -> Swe
 }
 
 /// [`Tally`] eight cells at a time, for AVX2.
-struct Tally8 {
+pub(super) struct Tally8 {
     counts: __m256i,
     tops: __m256i,
 }
@@ -317,7 +317,7 @@ struct Tally8 {
 impl Tally8 {
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn new() -> Tally8 {
+    pub(super) fn new() -> Tally8 {
         Tally8 {
             counts: _mm256_setzero_si256(),
             tops: _mm256_setzero_si256(),
@@ -329,34 +329,56 @@ impl Tally8 {
     #[target_feature(enable = "avx2")]
     #[inline]
     fn finish(&mut self, chunk: &mut [u32; 8]) {
-        let below_inf = _mm256_set1_epi32((INF - 1) as i32);
-        let ones = _mm256_set1_epi32(-1);
         // SAFETY: the load and the store each cover the 8 u32 of `chunk`.
         unsafe {
             let v = _mm256_loadu_si256(chunk.as_ptr().cast());
-            // All ones where the cell has a value (below INF, unsigned).
-            let finite = _mm256_cmpeq_epi32(_mm256_min_epu32(v, below_inf), v);
-            self.counts = _mm256_sub_epi32(self.counts, finite);
-            self.tops = _mm256_max_epu32(self.tops, _mm256_and_si256(v, finite));
-            // INF + 1 is 2^31, UNREACHABLE + 1 is 0 and a value + 1 is below 2^31: the sign of
-            // v + 1 spread over the lane turns INF into UNREACHABLE. Written as arithmetic, not
-            // as a choice between `v` and all ones, which the compiler turns into a masked store
-            // of the changed lanes (`vpmaskmovd`, microcode on AMD's cores: 87 % of this pass).
-            let out = _mm256_or_si256(v, _mm256_srai_epi32::<31>(_mm256_sub_epi32(v, ones)));
-            _mm256_storeu_si256(chunk.as_mut_ptr().cast(), out);
+            _mm256_storeu_si256(chunk.as_mut_ptr().cast(), self.finish_lanes(v));
         }
+    }
+
+    /// [`finish`](Self::finish) of eight cells in a register: counted, their largest value
+    /// kept, and returned with INF turned into UNREACHABLE.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(super) fn finish_lanes(&mut self, v: __m256i) -> __m256i {
+        let below_inf = _mm256_set1_epi32((INF - 1) as i32);
+        let ones = _mm256_set1_epi32(-1);
+        // All ones where the cell has a value (below INF, unsigned).
+        let finite = _mm256_cmpeq_epi32(_mm256_min_epu32(v, below_inf), v);
+        self.counts = _mm256_sub_epi32(self.counts, finite);
+        self.tops = _mm256_max_epu32(self.tops, _mm256_and_si256(v, finite));
+        // INF + 1 is 2^31, UNREACHABLE + 1 is 0 and a value + 1 is below 2^31: the sign of
+        // v + 1 spread over the lane turns INF into UNREACHABLE. Written as arithmetic, not
+        // as a choice between `v` and all ones, which the compiler turns into a masked store
+        // of the changed lanes (`vpmaskmovd`, microcode on AMD's cores: 87 % of this pass).
+        _mm256_or_si256(v, _mm256_srai_epi32::<31>(_mm256_sub_epi32(v, ones)))
     }
 
     /// The lanes' totals, then the cells `rest` one at a time ([`finish_lanes`]).
     #[target_feature(enable = "avx2")]
     #[inline]
     fn end(self, rest: &mut [u32], model: CostModel) -> SweepOutcome {
+        self.end_with((0, 0), rest, model)
+    }
+
+    /// [`end`](Self::end) with the count and largest value of cells finished one at a time
+    /// elsewhere.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(super) fn end_with(
+        self,
+        (count, top): (u32, u32),
+        rest: &mut [u32],
+        model: CostModel,
+    ) -> SweepOutcome {
         let (mut lane_counts, mut lane_tops) = ([0u32; 8], [0u32; 8]);
         // SAFETY: each store writes 8 u32 into an array of 8.
         unsafe {
             _mm256_storeu_si256(lane_counts.as_mut_ptr().cast(), self.counts);
             _mm256_storeu_si256(lane_tops.as_mut_ptr().cast(), self.tops);
         }
+        lane_counts[0] += count;
+        lane_tops[0] = lane_tops[0].max(top);
         finish_lanes(&lane_counts, &lane_tops, rest, model)
     }
 }
