@@ -344,6 +344,11 @@ pub struct IntegrationBuilder {
     turned_costs_of: u64,
     other_dist: Vec<u32>,
     columns: bool,
+    /// `other_dist` holds INF in every cell (the end pass of sweeps along columns leaves its
+    /// source so), and, once swapped in for the next sweeps along columns, `dist` does: they
+    /// need not fill it.
+    other_dist_inf: bool,
+    dist_inf: bool,
     /// Builds that swept along columns.
     #[cfg(test)]
     builds_along_columns: u32,

@@ -151,9 +151,10 @@ pub(crate) fn transpose_plain<T: Copy>(src: &[T], width: usize, rows: usize, dst
 
 /// The sweeps' end pass (see `sweep::finish`) over distances along columns, `src` (`rows` rows
 /// of `width` cells), written turned back into rows in `dst` ([`transpose_plain`]), with the
-/// vector kernel the CPU has: one pass over the map for the two.
+/// vector kernel the CPU has: one pass over the map for the two. `src` is left INF in every
+/// cell, ready for the next sweeps along columns.
 pub(crate) fn transpose_finish(
-    src: &[u32],
+    src: &mut [u32],
     width: usize,
     rows: usize,
     dst: &mut [u32],
@@ -164,6 +165,7 @@ pub(crate) fn transpose_finish(
         return avx2.transpose_finish(src, width, rows, dst, model);
     }
     transpose_plain(src, width, rows, dst);
+    src.fill(INF);
     finish_plain(&mut dst[..width * rows], model)
 }
 
@@ -180,6 +182,7 @@ impl IntegrationBuilder {
             transpose_plain(&self.costs, pw, rows, &mut self.turned_costs);
             self.turned_costs_of = self.cost_version;
         }
+        self.dist_inf = std::mem::take(&mut self.other_dist_inf) && self.other_dist.len() == len;
         self.other_dist.resize(len, INF);
         for (_, c) in seeds.iter_mut() {
             let (y, x) = (*c as usize / pw, *c as usize % pw);

@@ -360,9 +360,10 @@ impl IntegrationBuilder {
         {
             // Beyond the last sweeps' footprint, the cells still hold INF.
             fill_blocks(dist, &self.touched, INF);
-        } else {
+        } else if !(self.columns && self.dist_inf) {
             fill_inf(dist);
         }
+        self.dist_inf = false;
         // The footprint starts empty: every cell the sweeps change is marked in it, so that the
         // copy-out and the arrows can skip the rest (see `list_spans`).
         self.touched_valid = false;
@@ -432,6 +433,7 @@ impl IntegrationBuilder {
                 sc.cursor.work = converged.unwrap_or(sc.cursor.budget + 1);
                 let outcome = match converged {
                     Some(_) if self.columns => {
+                        self.other_dist_inf = true;
                         transpose_finish(dist, pw, h + 2, &mut self.other_dist, model)
                     }
                     Some(_) => finish(dist, model),
@@ -478,7 +480,10 @@ impl IntegrationBuilder {
         let outcome = if small {
             finish_blocks(dist, touched, model)
         } else if self.columns {
-            // Along columns, the end pass turns the distances back into rows as it goes.
+            // Along columns, the end pass turns the distances back into rows as it goes, and
+            // leaves INF behind for the next sweeps along columns (swapped out and in with
+            // `other_dist`).
+            self.other_dist_inf = true;
             transpose_finish(dist, pw, h + 2, &mut self.other_dist, model)
         } else {
             finish(dist, model)

@@ -16,7 +16,7 @@ impl Avx2 {
     #[inline]
     pub(crate) fn transpose_finish(
         self,
-        src: &[u32],
+        src: &mut [u32],
         width: usize,
         rows: usize,
         dst: &mut [u32],
@@ -28,10 +28,10 @@ impl Avx2 {
 }
 
 /// The transposition and the sweeps' end pass in one: every cell finished (INF to
-/// UNREACHABLE, counted, the largest value kept) on its way to `dst`.
+/// UNREACHABLE, counted, the largest value kept) on its way to `dst`, and INF left behind.
 #[target_feature(enable = "avx2")]
 fn transpose_finish_avx2(
-    src: &[u32],
+    src: &mut [u32],
     width: usize,
     rows: usize,
     dst: &mut [u32],
@@ -58,14 +58,14 @@ fn transpose_finish_avx2(
 /// Cells of a block's side.
 const SIDE: usize = 8;
 
-/// `src` (`rows` rows of `width` cells) into `dst` (`width` rows of `rows` cells): blocks of
-/// 8 × 8 cells loaded as eight rows, turned by three rounds of unpacks and lane swaps, each
-/// column passed through `column` and stored; the cells beyond the last whole block of each
-/// side one by one, through `cell`.
+/// `src` (`rows` rows of `width` cells) into `dst` (`width` rows of `rows` cells), `src` left
+/// INF: blocks of 8 × 8 cells loaded as eight rows, turned by three rounds of unpacks and lane
+/// swaps, each column passed through `column` and stored; the cells beyond the last whole block
+/// of each side one by one, through `cell`.
 #[target_feature(enable = "avx2")]
 #[inline]
 fn transpose_with(
-    src: &[u32],
+    src: &mut [u32],
     width: usize,
     rows: usize,
     dst: &mut [u32],
@@ -73,14 +73,20 @@ fn transpose_with(
     mut cell: impl FnMut(u32) -> u32,
 ) {
     assert!(src.len() >= width * rows && dst.len() >= width * rows);
+    let inf = _mm256_set1_epi32(INF as i32);
     let (full_rows, full_cols) = (rows - rows % SIDE, width - width % SIDE);
     for y in (0..full_rows).step_by(SIDE) {
         for x in (0..full_cols).step_by(SIDE) {
-            let load = |k: usize| {
+            let mut load = |k: usize| {
                 let at = (y + k) * width + x;
-                let cells: &[u32; SIDE] = src[at..at + SIDE].try_into().expect("8 cells");
-                // SAFETY: reads the 8 u32 of `cells`.
-                unsafe { _mm256_loadu_si256(cells.as_ptr().cast()) }
+                let cells: &mut [u32; SIDE] =
+                    (&mut src[at..at + SIDE]).try_into().expect("8 cells");
+                // SAFETY: reads and writes the 8 u32 of `cells`.
+                unsafe {
+                    let row = _mm256_loadu_si256(cells.as_ptr().cast());
+                    _mm256_storeu_si256(cells.as_mut_ptr().cast(), inf);
+                    row
+                }
             };
             let r = [
                 load(0),
@@ -134,13 +140,13 @@ fn transpose_with(
         }
         for x in full_cols..width {
             for k in 0..SIDE {
-                dst[x * rows + y + k] = cell(src[(y + k) * width + x]);
+                dst[x * rows + y + k] = cell(std::mem::replace(&mut src[(y + k) * width + x], INF));
             }
         }
     }
     for y in full_rows..rows {
         for x in 0..width {
-            dst[x * rows + y] = cell(src[y * width + x]);
+            dst[x * rows + y] = cell(std::mem::replace(&mut src[y * width + x], INF));
         }
     }
 }
@@ -182,9 +188,12 @@ mod tests {
             let mut kernel = vec![1; width * rows];
             transpose_plain(&src, width, rows, &mut plain);
             let want = finish_plain(&mut plain, CostModel::TenFourteen);
-            let got = avx2.transpose_finish(&src, width, rows, &mut kernel, CostModel::TenFourteen);
+            let mut left = src.clone();
+            let got =
+                avx2.transpose_finish(&mut left, width, rows, &mut kernel, CostModel::TenFourteen);
             assert_eq!(got, want, "{width} × {rows}");
             assert_eq!(kernel, plain, "{width} × {rows}");
+            assert!(left.iter().all(|&v| v == INF), "{width} × {rows}");
             assert!(!plain.contains(&INF));
             if width > 1 && rows > 1 && src[width] != INF {
                 assert_eq!(plain[1], src[width], "{width} × {rows}");
