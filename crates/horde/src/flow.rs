@@ -773,6 +773,14 @@ mod tests {
     }
 
     /// A xorshift generator from a seed (not 0): the tests' random maps and values.
+    /// The walkable cells of `cost`, in row order.
+    fn walkable_cells(cost: &CostField) -> Vec<UVec2> {
+        (0..cost.grid().len())
+            .map(|i| cost.grid().cell(i))
+            .filter(|&c| cost.is_walkable(c))
+            .collect()
+    }
+
     fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
         move || {
             s ^= s << 13;
@@ -1104,10 +1112,7 @@ mod tests {
                     cost.set(c, t as u8).unwrap();
                 }
             }
-            let open: Vec<UVec2> = (0..cost.grid().len())
-                .map(|i| cost.grid().cell(i))
-                .filter(|&c| cost.is_walkable(c))
-                .collect();
+            let open = walkable_cells(&cost);
             if open.is_empty() {
                 continue;
             }
@@ -1192,10 +1197,7 @@ mod tests {
                     cost.set(c, cell).unwrap();
                 }
             }
-            let open: Vec<UVec2> = (0..cost.grid().len())
-                .map(|i| cost.grid().cell(i))
-                .filter(|&c| cost.is_walkable(c))
-                .collect();
+            let open = walkable_cells(&cost);
             if open.is_empty() {
                 continue;
             }
