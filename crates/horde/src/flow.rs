@@ -499,6 +499,22 @@ fn derive_over(
     derive_spans_with(field, out, first, spans, derive_row, |_| {});
 }
 
+/// Span `(y, a, b)` (padded row, first and last padded column) grown to at least `cells`
+/// columns within its row of `w` map cells, if the row has that many: the kernels write every
+/// cell's own byte (a cell without a value gets its terrain's), so a span grown writes more
+/// right bytes, never a wrong one.
+pub(crate) fn at_least(
+    (y, a, b): (usize, usize, usize),
+    cells: usize,
+    w: usize,
+) -> (usize, usize, usize) {
+    if b + 1 - a >= cells || w < cells {
+        return (y, a, b);
+    }
+    let last = (a + cells - 1).min(w);
+    (y, last + 1 - cells, last)
+}
+
 /// How many spans ahead [`derive_spans_with`] asks for the rows of: about the time the cache
 /// takes to answer (a span of a dungeon's room is some 25 cells, two blocks of the vector
 /// kernels; one, three, six and twelve tried, six best).
@@ -1334,6 +1350,62 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn short_spans_grow_to_a_block_and_keep_the_plain_kernels_bytes() {
+        assert_eq!(at_least((3, 5, 9), 16, 100), (3, 5, 20));
+        assert_eq!(at_least((3, 90, 95), 16, 100), (3, 85, 100));
+        assert_eq!(at_least((3, 5, 30), 16, 100), (3, 5, 30));
+        assert_eq!(at_least((3, 2, 4), 16, 10), (3, 2, 4));
+        // Rock with an island of plain ground and a wall here and there, built by the wave:
+        // the footprint's spans cut in pieces of five cells, which the kernels for plain
+        // ground grow to their blocks. Every cell they write gets the plain kernel's byte.
+        let (w, h) = (100u32, 60u32);
+        let mut cost = CostField::new(Grid::new(w, h).unwrap());
+        cost.fill_rect(UVec2::ZERO, UVec2::new(w - 1, h - 1), WALL)
+            .unwrap();
+        cost.fill_rect(UVec2::new(20, 10), UVec2::new(70, 50), 1)
+            .unwrap();
+        for k in 0..200u32 {
+            cost.set(UVec2::new(20 + k * 7 % 51, 10 + k * 13 % 41), WALL)
+                .unwrap();
+        }
+        let goal = UVec2::new(45, 31);
+        cost.set(goal, 1).unwrap();
+        let model = CostModel::TenFourteen;
+        let mut b = IntegrationBuilder::new();
+        b.set_sweeps(false);
+        b.build(&cost, &[goal], model).unwrap();
+        let pieces = || {
+            b.touched_spans()
+                .expect("a footprint of at most two thirds of the map")
+                .flat_map(|(y, a, last)| {
+                    (a..=last)
+                        .step_by(5)
+                        .map(move |x| (y, x, (x + 4).min(last)))
+                })
+        };
+        let (pw, n) = (b.padded_width, (w * h) as usize);
+        let mut plain = vec![0u8; n];
+        derive_rows(&b.costs, &b.dist, pw, model, b.no_value(), &mut plain, 0);
+        let scrambled = || {
+            let mut out = plain.clone();
+            for (y, a, last) in pieces() {
+                out[(y - 1) * w as usize + a - 1..(y - 1) * w as usize + last].fill(0xAA);
+            }
+            out
+        };
+        let mut dispatched = scrambled();
+        let kind = b.field_kind();
+        derive_over(&b.costs, &b.dist, pw, kind, &mut dispatched, 0, pieces());
+        assert_eq!(dispatched, plain);
+        #[cfg(target_arch = "x86_64")]
+        if let Some(avx2) = crate::simd::under_test::avx2() {
+            let mut eight = scrambled();
+            avx2.derive_spans(&b.costs, &b.dist, pw, kind, &mut eight, 0, pieces());
+            assert_eq!(eight, plain);
         }
     }
 

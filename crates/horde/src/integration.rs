@@ -121,6 +121,9 @@ pub struct IntegrationField {
     /// field, so that the next build rewrites only the blocks it or this footprint holds.
     footprint: Vec<u64>,
     footprint_valid: bool,
+    /// The [`CostField`] version every wall of which holds UNREACHABLE here (0: unknown), so
+    /// that a build over that map may leave walls alone.
+    walls_of: u64,
     /// The chains (of layout `deep.layout`, see `chains`) whose inner cells the build that
     /// wrote the field gave values, outside its footprint: 4 bytes per chain.
     deep: DeepCells,
@@ -159,12 +162,14 @@ impl IntegrationField {
             values: vec![UNREACHABLE; grid.len()],
             footprint: Vec::new(),
             footprint_valid: false,
+            walls_of: 0,
             deep: DeepCells::default(),
         }
     }
     /// The values to change in place: whatever changes them makes the footprint unknown.
     pub(crate) fn values_mut(&mut self) -> &mut Vec<u32> {
         self.footprint_valid = false;
+        self.walls_of = 0;
         self.deep.chains.clear();
         &mut self.values
     }
@@ -327,8 +332,9 @@ pub struct IntegrationBuilder {
     /// `spans_listed`.
     spans: Vec<(u32, u32, u32)>,
     spans_listed: bool,
-    /// The padded width and the footprint `spans` were listed from.
-    spans_of: (usize, Vec<u64>),
+    /// The padded width, the [`CostField`] version (0: unknown, spans not trimmed) and the
+    /// footprint `spans` were listed from.
+    spans_of: (usize, u64, Vec<u64>),
     /// The build being started will run in one call (`build_into`), and, once started, whether
     /// its wave crosses rooms.
     one_shot: bool,
@@ -844,21 +850,30 @@ impl IntegrationBuilder {
         if self.spans_listed {
             // Builds for other goals over one map reach the same cells, the whole of a
             // connected dungeon: the spans of the last footprint listed are kept while it
-            // stays the same.
-            if self.spans_of.0 != pw || self.spans_of.1 != self.touched {
+            // and the map stay the same. Over a known map they leave out the walls at their
+            // ends (a room's row in blocks of sixteen is twice the room).
+            let version = self.cost_version;
+            if self.spans_of.0 != pw
+                || self.spans_of.1 != version
+                || self.spans_of.2 != self.touched
+            {
                 self.spans.clear();
                 list_spans(&self.touched, pw, self.height, &mut self.spans);
-                self.spans_of.0 = pw;
-                self.spans_of.1.clone_from(&self.touched);
+                if version != 0 {
+                    trim_walls(&mut self.spans, &self.costs, pw);
+                }
+                (self.spans_of.0, self.spans_of.1) = (pw, version);
+                self.spans_of.2.clone_from(&self.touched);
             }
             // A field written last from a footprint is unreachable outside it: only the blocks
             // that footprint had and this one lacks need clearing (on a dungeon nineteen cells
             // in twenty are rock, written once instead of at every build).
             // Inner cells of chains it held are outside its footprint: trusted only if this
-            // builder knows those chains.
+            // builder knows those chains. The walls the spans leave out must be this map's.
             if out.footprint_valid
                 && out.footprint.len() == self.touched.len()
                 && out.deep.known_to(self.chain_layout())
+                && (version == 0 || out.walls_of == version)
             {
                 clear_gone_blocks(&out.footprint, &self.touched, pw, w, &mut out.values);
             } else {
@@ -872,12 +887,14 @@ impl IntegrationBuilder {
             }
             out.footprint.clone_from(&self.touched);
             out.footprint_valid = true;
+            out.walls_of = version;
         } else {
             for (y, row) in out.values.chunks_exact_mut(w).enumerate() {
                 let src = (y + 1) * pw + 1;
                 row.copy_from_slice(&self.dist[src..src + w]);
             }
             out.footprint_valid = false;
+            out.walls_of = self.cost_version;
             out.deep.chains.clear();
         }
         self.write_chain_cells(&mut out.deep, |chains, dist, straight, stale, none| {
@@ -1870,6 +1887,22 @@ fn list_spans(touched: &[u64], pw: usize, height: usize, out: &mut Vec<(u32, u32
     }
 }
 
+/// Leave out the walls (padded `costs`, width `pw`) at either end of every span, and the spans
+/// of walls only: the cells the copy into a field and the arrows skip there hold UNREACHABLE and
+/// the wall's byte from the field's earlier builds over the same map.
+fn trim_walls(spans: &mut Vec<(u32, u32, u32)>, costs: &[u8], pw: usize) {
+    spans.retain_mut(|(y, a, b)| {
+        let row = &costs[*y as usize * pw..][..pw];
+        while *a <= *b && row[*a as usize] == WALL {
+            *a += 1;
+        }
+        while *a <= *b && row[*b as usize] == WALL {
+            *b -= 1;
+        }
+        *a <= *b
+    });
+}
+
 /// One bucket of the wave's queue. `items` only grows; `len` entries are live, so that a drained
 /// bucket keeps its memory for the next build.
 #[derive(Debug, Default, Clone)]
@@ -2730,6 +2763,37 @@ mod tests {
         assert!(!field.footprint_valid);
         builder.build_into(&b_map, &goal, m, &mut field).unwrap();
         assert_eq!(field, first_build(&b_map, &goal, m));
+    }
+
+    #[test]
+    fn spans_skip_walls_only_where_the_field_was_written_over_the_same_map() {
+        // A room in a map of rock: the wave's spans are the room's rows, without the walls
+        // that share their blocks. A wall put at the end of a row keeps the footprint's
+        // blocks, so the spans over the changed map skip a cell the field holds a value in:
+        // the field, written over the map before, is filled whole first.
+        let mut a = CostField::new(Grid::new(160, 160).unwrap());
+        a.fill_rect(UVec2::ZERO, UVec2::splat(159), WALL).unwrap();
+        a.fill_rect(UVec2::new(20, 20), UVec2::new(29, 29), 1)
+            .unwrap();
+        let mut b_map = a.clone();
+        b_map.set(UVec2::new(29, 25), WALL).unwrap();
+        let goal = [UVec2::new(22, 22)];
+        let m = CostModel::TenFourteen;
+        let mut builder = IntegrationBuilder::new();
+        let mut field = IntegrationField::new(*a.grid(), m);
+        for cost in [&a, &a, &b_map, &b_map, &a] {
+            builder.build_into(cost, &goal, m, &mut field).unwrap();
+            assert!(builder.spans_listed);
+            assert_eq!(field, first_build(cost, &goal, m));
+            assert_eq!(field.walls_of, cost.version());
+        }
+        let spans: Vec<_> = builder.spans.iter().filter(|s| s.0 == 26).collect();
+        assert_eq!(spans, [&(26, 21, 30)], "row 25's span is the room's");
+        assert_eq!(builder.touched, {
+            let mut other = IntegrationBuilder::new();
+            other.build_into(&b_map, &goal, m, &mut field).unwrap();
+            other.touched
+        });
     }
 
     #[test]

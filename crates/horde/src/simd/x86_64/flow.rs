@@ -8,7 +8,7 @@ use glam::Vec2;
 use crate::cost::WALL;
 use crate::flow::{
     ARROW_OF_BYTE, ArrowPrices, FLOW_GOAL, FLOW_UNREACHABLE, FLOW_WALL, FieldKind, FlowField,
-    RowsAround, derive_row, derive_spans_with, padded_rows,
+    RowsAround, at_least, derive_row, derive_spans_with, padded_rows,
 };
 use crate::simd::{Avx2, Avx512};
 
@@ -248,6 +248,10 @@ fn derive_spans_avx2(
         let narrow = |rows: RowsAround<'_>, prices, row: &mut [u8]| {
             derive_row_narrow_avx2(rows, prices, row)
         };
+        // Spans without their end walls (a room's row) are often shorter than the kernel's
+        // block, which the 32-bit kernel would take: they grow to a block within their row.
+        let w = pw - 2;
+        let spans = spans.map(move |span| at_least(span, NARROW_BLOCK, w));
         return derive_spans_with(field, out, first, spans, narrow, fetch);
     }
     derive_spans_of_kind(
@@ -261,6 +265,9 @@ fn derive_spans_avx2(
         fetch,
     );
 }
+
+/// The cells [`derive_row_narrow_avx2`] does at a time (rows shorter go to the 32-bit kernel).
+const NARROW_BLOCK: usize = 16;
 
 /// The highest value a cell may hold for [`derive_row_narrow_avx2`] to work out its arrow in
 /// 16-bit lanes: its neighbours' values, at most a step more on plain ground, then stay below
@@ -289,7 +296,7 @@ fn narrow_fits(kind: FieldKind) -> bool {
 /// them).
 #[target_feature(enable = "avx2")]
 fn derive_row_narrow_avx2(rows: RowsAround<'_>, prices: ArrowPrices, row: &mut [u8]) {
-    const WIDE: usize = 16;
+    const WIDE: usize = NARROW_BLOCK;
     let w = row.len();
     if w < WIDE {
         return derive_row_exact_avx2::<true>(rows, prices, row);
