@@ -335,6 +335,9 @@ pub struct IntegrationBuilder {
     /// The padded width, the [`CostField`] version (0: unknown, spans not trimmed) and the
     /// footprint `spans` were listed from.
     spans_of: (usize, u64, Vec<u64>),
+    /// The spans were listed for the last build finished and no build has started since: they
+    /// hold every cell it gave a value (they leave out walls only), for the next to reset.
+    spans_hold_values: bool,
     /// The build being started will run in one call (`build_into`), and, once started, whether
     /// its wave crosses rooms.
     one_shot: bool,
@@ -683,6 +686,7 @@ impl IntegrationBuilder {
         if !self.no_sweep && !self.rooms_ready && self.sweep_begin(&padded, model) {
             // The sweeps write every cell.
             self.touched_valid = false;
+            self.spans_hold_values = false;
             self.seed(padded, max_terrain);
             self.wave.sweeping = true;
         } else {
@@ -865,6 +869,7 @@ impl IntegrationBuilder {
                 (self.spans_of.0, self.spans_of.1) = (pw, version);
                 self.spans_of.2.clone_from(&self.touched);
             }
+            self.spans_hold_values = true;
             // A field written last from a footprint is unreachable outside it: only the blocks
             // that footprint had and this one lacks need clearing (on a dungeon nineteen cells
             // in twenty are rock, written once instead of at every build).
@@ -1141,12 +1146,22 @@ impl IntegrationBuilder {
     /// the wave (each relaxation tests the cell it offers to), so the finished distances need no
     /// pass to restore them. After a wave, only the blocks it touched are reset.
     fn reset_wave_distances(&mut self) {
+        let spans_hold = std::mem::take(&mut self.spans_hold_values);
         let words = self.dist.len().div_ceil(TOUCHED_BLOCK * 64);
         if self.touched_valid
             && self.touched.len() == words
             && !std::mem::take(&mut self.inf_outside)
         {
-            sweep::fill_blocks(&mut self.dist, &self.touched, UNREACHABLE);
+            if spans_hold {
+                // On a dungeon half the cells of the footprint's blocks.
+                let pw = self.padded_width;
+                for &(y, a, b) in &self.spans {
+                    let row = y as usize * pw;
+                    self.dist[row + a as usize..=row + b as usize].fill(UNREACHABLE);
+                }
+            } else {
+                sweep::fill_blocks(&mut self.dist, &self.touched, UNREACHABLE);
+            }
             self.touched.fill(0);
         } else {
             self.dist.fill(UNREACHABLE);
