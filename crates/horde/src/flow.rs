@@ -553,12 +553,21 @@ pub(crate) fn derive_spans_with(
     let (straight, diagonal) = (model.straight(), model.diagonal());
     let mut ahead = spans.clone().skip(FETCH_AHEAD);
     let far = dist.len() >= FETCH_CELLS;
+    let mut fetched = (0, 0);
     for (y, a, b) in spans {
         if let Some((y, a, b)) = ahead.next()
             && far
             && b + 1 - a < w
         {
-            for row in [y - 1, y, y + 1] {
+            // A span in the row after the last one asked for, and starting at its start
+            // (a room's next row), has its rows above asked for already.
+            let rows = if fetched == (y - 1, a) {
+                y + 1..y + 2
+            } else {
+                y - 1..y + 2
+            };
+            fetched = (y, a);
+            for row in rows {
                 fetch(dist.as_ptr().wrapping_add(row * pw + a - 1).cast());
                 if b - a >= FETCH_LINE {
                     fetch(dist.as_ptr().wrapping_add(row * pw + b + 1).cast());
