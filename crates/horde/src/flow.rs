@@ -1362,6 +1362,20 @@ mod tests {
         }
     }
 
+    /// `plain` with the cells of `spans` (padded row, first and last padded column, on a map `w`
+    /// wide) spoiled, for a kernel to write again.
+    fn scrambled_over(
+        plain: &[u8],
+        w: usize,
+        spans: impl Iterator<Item = (usize, usize, usize)>,
+    ) -> Vec<u8> {
+        let mut out = plain.to_vec();
+        for (y, a, last) in spans {
+            out[(y - 1) * w + a - 1..(y - 1) * w + last].fill(0xAA);
+        }
+        out
+    }
+
     #[test]
     fn short_spans_grow_to_a_block_and_keep_the_plain_kernels_bytes() {
         assert_eq!(at_least((3, 5, 9), 16, 100), (3, 5, 20));
@@ -1399,13 +1413,7 @@ mod tests {
         let (pw, n) = (b.padded_width, (w * h) as usize);
         let mut plain = vec![0u8; n];
         derive_rows(&b.costs, &b.dist, pw, model, b.no_value(), &mut plain, 0);
-        let scrambled = || {
-            let mut out = plain.clone();
-            for (y, a, last) in pieces() {
-                out[(y - 1) * w as usize + a - 1..(y - 1) * w as usize + last].fill(0xAA);
-            }
-            out
-        };
+        let scrambled = || scrambled_over(&plain, w as usize, pieces());
         let mut dispatched = scrambled();
         let kind = b.field_kind();
         derive_over(&b.costs, &b.dist, pw, kind, &mut dispatched, 0, pieces());
@@ -1465,14 +1473,9 @@ mod tests {
                 spans(),
             );
             assert_eq!(dispatched, plain);
-            // Each kernel writes the footprint's cells, and only those.
-            let scrambled = || {
-                let mut out = plain.clone();
-                for (y, a, last) in spans() {
-                    out[(y - 1) * w as usize + a - 1..(y - 1) * w as usize + last].fill(0xAA);
-                }
-                out
-            };
+            // Each kernel writes the footprint's cells (and any others it writes, their own
+            // bytes).
+            let scrambled = || scrambled_over(&plain, w as usize, spans());
             let mut one = scrambled();
             let field = (&b.costs[..], &b.dist[..], pw, b.field_kind());
             derive_spans_with(field, &mut one, 0, spans(), derive_row, |_| {});
