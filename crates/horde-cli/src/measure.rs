@@ -15,6 +15,29 @@ use rand_pcg::Pcg64;
 
 use crate::util::{median_ns, median_pair_ns, progress, reveal_after_a_second};
 
+/// Repetitions of a measurement at the most, unless `--reps` asks for more.
+const MAX_REPS: usize = 201;
+
+/// Nanoseconds the field and a peer (the BFS floor, `dijkstra_all`) are timed in turns for at
+/// least, unless `--reps` is given: on a map of a million cells the default repetitions (19,
+/// chosen by cells) left the field's median as noisy as the machine, and the two ratios of
+/// issue 31 moved by a tenth from run to run.
+const PAIR_BUDGET_NS: f64 = 250e6;
+
+/// One run of `f`, in nanoseconds.
+fn time_once(f: impl FnOnce()) -> f64 {
+    let s = Instant::now();
+    f();
+    s.elapsed().as_nanos() as f64
+}
+
+/// Pairs of runs that fit in `budget_ns` when a pair takes `pair_ns`, at least `least` and at
+/// most `MAX_REPS` (or `least`, if more).
+fn pairs_within(budget_ns: f64, pair_ns: f64, least: usize) -> usize {
+    let fit = (budget_ns / pair_ns.max(1.0)) as usize;
+    fit.clamp(least, MAX_REPS.max(least))
+}
+
 /// The walkable cell nearest the map's centre (see `CostField::nearest_walkable`).
 pub fn central_goal(cost: &CostField) -> Option<UVec2> {
     cost.nearest_walkable(UVec2::new(cost.width() / 2, cost.height() / 2))
@@ -236,7 +259,8 @@ pub fn measure(
     with_peers: bool,
 ) -> Result<Report> {
     let cells = cost.grid().len();
-    let reps = reps.unwrap_or((20_000_000 / cells).clamp(5, 201));
+    let given = reps;
+    let reps = reps.unwrap_or((20_000_000 / cells).clamp(5, MAX_REPS));
     let mut builder = IntegrationBuilder::new();
     let mut field = IntegrationField::new(*cost.grid(), model);
     let mut flow = FlowField::new(*cost.grid());
@@ -298,7 +322,14 @@ pub fn measure(
     };
     let field_ns = if with_peers {
         let mut bfs = Bfs::new(cost);
-        let (field_ns, floor_ns) = median_pair_ns(reps, &mut build_field, || {
+        let pairs = given.unwrap_or_else(|| {
+            let one = time_once(&mut build_field)
+                + time_once(|| {
+                    black_box(bfs.run(goal));
+                });
+            pairs_within(PAIR_BUDGET_NS, one, reps)
+        });
+        let (field_ns, floor_ns) = median_pair_ns(pairs, &mut build_field, || {
             black_box(bfs.run(goal));
         });
         bfs_ns = floor_ns;
@@ -336,8 +367,18 @@ pub fn measure(
         tick(&pb);
         #[cfg(feature = "peers")]
         {
+            let least = (reps / 4).max(8);
+            let pairs = if given.is_some() {
+                least
+            } else {
+                let one = time_once(&mut build_field)
+                    + time_once(|| {
+                        black_box(crate::peers::pathfinding_dijkstra_all(cost, goal, model));
+                    });
+                pairs_within(PAIR_BUDGET_NS, one, least)
+            };
             (field_beside_dijkstra_all_ns, dijkstra_all_ns) =
-                median_pair_ns((reps / 4).max(8), &mut build_field, || {
+                median_pair_ns(pairs, &mut build_field, || {
                     black_box(crate::peers::pathfinding_dijkstra_all(cost, goal, model));
                 });
             tick(&pb);
