@@ -326,6 +326,14 @@ pub struct IntegrationBuilder {
     /// The map's rooms (open rectangles with few ways in, see `rooms`), which one-shot waves
     /// cross in one step and fill afterwards.
     rooms: rooms::Rooms,
+    /// Which rooms the last fill gave values (see `Rooms::fill`).
+    rooms_filled: Vec<bool>,
+    /// The chain layout of the crossing graph the last build went over, when the distances
+    /// hold that build's values and nothing else (0: not so; see `keep_wave_distances`).
+    graph_wrote: u64,
+    /// The distances may hold another build's values outside the footprint: the next reset
+    /// fills them all.
+    dist_stale: bool,
     /// Where the room fill gathers a room's reached entries.
     room_sources: Vec<(u32, u32, u32)>,
     /// The footprint's spans (see `list_spans`) of the last field written, when
@@ -683,6 +691,7 @@ impl IntegrationBuilder {
                 self.use_graph = graph && !self.rooms.chains.any_left_out();
                 ready
             };
+        let graph_wrote = std::mem::take(&mut self.graph_wrote);
         if !self.no_sweep && !self.rooms_ready && self.sweep_begin(&padded, model) {
             // The sweeps write every cell.
             self.touched_valid = false;
@@ -690,7 +699,15 @@ impl IntegrationBuilder {
             self.seed(padded, max_terrain);
             self.wave.sweeping = true;
         } else {
-            self.reset_wave_distances();
+            // A wave over the crossing graph of the layout the last build's went over writes
+            // every cell that build gave a value: the distances need no reset.
+            let rewrites = self.rooms_ready
+                && self.use_graph
+                && graph_wrote != 0
+                && graph_wrote == self.rooms.chains.layout;
+            if !rewrites || !self.keep_wave_distances() {
+                self.reset_wave_distances();
+            }
             self.seed(padded, max_terrain);
         }
         Ok(())
@@ -758,6 +775,11 @@ impl IntegrationBuilder {
             let mut outcome = run.and_then(|done| {
                 if done && self.wave.rooms {
                     self.fill_rooms()?;
+                    if graph {
+                        // Every node and every room were written (see `keep_wave_distances`).
+                        self.graph_wrote = self.rooms.chains.layout;
+                        self.dist_stale = false;
+                    }
                 }
                 Ok(done)
             });
@@ -1090,6 +1112,7 @@ impl IntegrationBuilder {
         match self.rooms.fill(
             &mut self.dist,
             &mut self.touched,
+            &mut self.rooms_filled,
             pw,
             prices,
             self.wave.limit,
@@ -1142,13 +1165,32 @@ impl IntegrationBuilder {
         }
     }
 
+    /// The distances left as the last build over the crossing graph wrote them, for a build over
+    /// the same graph, which writes the same cells again (every node, and every room reached,
+    /// or the room reset: see `Rooms::fill`): the footprint starts empty as after
+    /// [`reset_wave_distances`](Self::reset_wave_distances). False (nothing done) when the
+    /// footprint is not known. On a dungeon the reset was a sixteenth of a build.
+    fn keep_wave_distances(&mut self) -> bool {
+        let words = self.dist.len().div_ceil(TOUCHED_BLOCK * 64);
+        if !self.touched_valid || self.touched.len() != words || self.inf_outside {
+            return false;
+        }
+        self.spans_hold_values = false;
+        self.touched.fill(0);
+        // Until this build has written them again, the distances hold the last build's values
+        // outside its footprint: a build that stops short must reset them all.
+        self.dist_stale = true;
+        true
+    }
+
     /// Distances as the wave starts them: every cell unreachable. Walls keep that value through
     /// the wave (each relaxation tests the cell it offers to), so the finished distances need no
     /// pass to restore them. After a wave, only the blocks it touched are reset.
     fn reset_wave_distances(&mut self) {
         let spans_hold = std::mem::take(&mut self.spans_hold_values);
         let words = self.dist.len().div_ceil(TOUCHED_BLOCK * 64);
-        if self.touched_valid
+        if !std::mem::take(&mut self.dist_stale)
+            && self.touched_valid
             && self.touched.len() == words
             && !std::mem::take(&mut self.inf_outside)
         {
@@ -2549,6 +2591,69 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore)]
+    fn waves_over_the_graph_keep_the_last_values_and_clear_what_they_no_longer_reach() {
+        // Two halves of rooms with a wall between them: a build from the other half keeps the
+        // distances of the last (no reset), so the rooms and nodes that half reached must be
+        // cleared by the build itself.
+        let (n, side) = (6, 7);
+        let mut cost = rooms_and_doors(n, side, 4, 7);
+        let wall_row = 3 * (side + 1);
+        cost.fill_rect(
+            UVec2::new(0, wall_row),
+            UVec2::new(cost.width() - 1, wall_row),
+            WALL,
+        )
+        .unwrap();
+        let (top, bottom) = (UVec2::new(3, 3), UVec2::new(3, wall_row + 3));
+        for model in [CostModel::TenFourteen, CostModel::Octile] {
+            let mut b = IntegrationBuilder::new();
+            b.set_sweeps(false);
+            let mut flow = crate::FlowField::new(*cost.grid());
+            for (k, goal) in [top, top, bottom, top, bottom, bottom]
+                .into_iter()
+                .enumerate()
+            {
+                let kept = b.graph_wrote != 0;
+                let want = first_build(&cost, &[goal], model);
+                assert_eq!(b.build(&cost, &[goal], model).unwrap(), want, "build {k}");
+                b.flow_into(&mut flow).unwrap();
+                assert_eq!(
+                    flow,
+                    crate::FlowField::from_integration(&cost, &want).unwrap(),
+                    "build {k}"
+                );
+                // From the second build on the wave goes over the graph, and from the third on
+                // it keeps the distances of the one before.
+                assert_eq!((b.use_graph, kept), (k > 0, k > 1), "build {k}");
+                assert!(!b.dist_stale);
+            }
+            // The distances hold nothing of the half the last builds did not reach: a wave
+            // that resets only the last footprint, as a time-sliced build's does, finds them
+            // unreachable.
+            let elsewhere = UVec2::new(10, 10);
+            b.start(&cost, &[elsewhere], model).unwrap();
+            while let BuildProgress::Running { .. } = b.advance(100).unwrap() {}
+            let mut sliced = IntegrationField::new(*cost.grid(), model);
+            b.finish_into(&mut sliced).unwrap();
+            assert_eq!(sliced, first_build(&cost, &[elsewhere], model));
+            // A build that fails after keeping them resets them all for the next.
+            let limit = UNREACHABLE - 1 - model.diagonal() * WALL as u32;
+            let seeds = [(UVec2::new(9, 9), limit - 40)];
+            b.build(&cost, &[top], model).unwrap();
+            assert!(b.graph_wrote != 0);
+            assert!(matches!(
+                b.build_seeded(&cost, &seeds, model),
+                Err(IntegrationError::Overflow { .. })
+            ));
+            for goal in [bottom, top] {
+                let want = first_build(&cost, &[goal], model);
+                assert_eq!(b.build(&cost, &[goal], model).unwrap(), want);
+            }
+        }
+    }
+
+    #[test]
     fn rooms_amid_open_ground_are_crossed_without_the_graph() {
         // A room of plain ground (100 × 100) beside as much rough ground, which holds no room:
         // the rough cells would all be nodes of the graph, past its budget, so the wave crosses
@@ -2638,9 +2743,11 @@ mod tests {
                     let mut dist = garbled.clone();
                     let mut touched = vec![0u64; b.touched.len()];
                     let mut sources = Vec::new();
+                    let mut holds = Vec::new();
                     let fill = b.rooms.prepare_fill(
                         &mut dist,
                         &mut touched,
+                        &mut holds,
                         pw,
                         prices,
                         limit,

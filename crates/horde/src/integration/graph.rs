@@ -353,8 +353,9 @@ impl Graph {
     /// footprint `touched`.
     pub(crate) fn write(&self, dist: &mut [u32], touched: &mut [u64]) {
         for (&c, &v) in self.cells.iter().zip(&self.values) {
+            // Every node, reached or not: the distances may hold the last build's values.
+            dist[c as usize] = v;
             if v != UNREACHABLE {
-                dist[c as usize] = v;
                 let block = c as usize / TOUCHED_BLOCK;
                 touched[block / 64] |= 1 << (block % 64);
             }

@@ -437,17 +437,21 @@ impl Rooms {
 
     /// Give every cell of the rooms in this build its value from the room's entries, mark the
     /// footprint, and return the cells so given (entries excluded), or the first cell whose
-    /// value would pass `limit`. O(cells of the rooms × entries each).
+    /// value would pass `limit`. A room that `filled` says the last fill gave values and that
+    /// no entry reaches now is reset to UNREACHABLE; `filled` then says which rooms this fill
+    /// gave values (a byte per room). O(cells of the rooms × entries each).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn fill(
         &mut self,
         dist: &mut [u32],
         touched: &mut [u64],
+        filled: &mut Vec<bool>,
         pw: usize,
         prices: (u32, u32),
         limit: u32,
         sources: &mut Vec<(u32, u32, u32)>,
     ) -> Result<usize, usize> {
-        let fill = self.prepare_fill(dist, touched, pw, prices, limit, sources);
+        let fill = self.prepare_fill(dist, touched, filled, pw, prices, limit, sources);
         #[cfg(target_arch = "x86_64")]
         {
             let cpu = crate::simd::cpu();
@@ -462,10 +466,12 @@ impl Rooms {
     }
 
     /// The table of crossing prices for `prices`, and what a fill writes.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn prepare_fill<'a>(
         &mut self,
         dist: &'a mut [u32],
         touched: &'a mut [u64],
+        filled: &'a mut Vec<bool>,
         pw: usize,
         prices: (u32, u32),
         limit: u32,
@@ -485,9 +491,11 @@ impl Rooms {
             self.table.extend([0; LANES]);
             self.table_prices = prices;
         }
+        filled.resize(self.rooms.len(), false);
         Fill {
             dist,
             touched,
+            filled,
             pw,
             diagonal: prices.1,
             limit,
@@ -536,6 +544,7 @@ impl Rooms {
         let Fill {
             dist,
             touched,
+            filled: holds,
             pw,
             diagonal,
             limit,
@@ -545,6 +554,8 @@ impl Rooms {
         let mut seeds = self.seed_sources.iter().peekable();
         for (i, r) in self.rooms.iter().enumerate() {
             if self.disabled[i] {
+                // The wave gave its cells their values, as any other cell's.
+                holds[i] = false;
                 continue;
             }
             sources.clear();
@@ -560,10 +571,18 @@ impl Rooms {
                 sources.push(source);
                 top = top.max(source.2);
             }
+            let (x0, x1) = (r.x0 as usize, r.x1 as usize);
             if sources.is_empty() {
+                // Not reached: a room the last fill gave values is reset, as the distances were
+                // not (see `IntegrationBuilder::keep_wave_distances`).
+                if std::mem::take(&mut holds[i]) {
+                    for y in r.y0 as usize..=r.y1 as usize {
+                        dist[y * pw + x0..=y * pw + x1].fill(UNREACHABLE);
+                    }
+                }
                 continue;
             }
-            let (x0, x1) = (r.x0 as usize, r.x1 as usize);
+            holds[i] = true;
             // Entries hold at most `limit` (the wave checks as it expands them); a crossing adds
             // at most `diagonal × longest`, so the sums stay in range and need checking only
             // near the top.
@@ -630,6 +649,8 @@ impl Room {
 pub(crate) struct Fill<'a> {
     dist: &'a mut [u32],
     touched: &'a mut [u64],
+    /// Which rooms hold values of the last fill (a room not reached now is reset).
+    filled: &'a mut [bool],
     pw: usize,
     diagonal: u32,
     limit: u32,
