@@ -15,8 +15,8 @@ use rand_pcg::Pcg64;
 
 use crate::util::{median_ns, median_pair_ns, progress, reveal_after_a_second};
 
-/// Repetitions of a measurement at the most, unless `--reps` asks for more.
-const MAX_REPS: usize = 201;
+/// Repetitions of a measurement at the most without `--reps`.
+const MAX_DEFAULT_REPS: usize = 201;
 
 /// Nanoseconds the field and a peer (the BFS floor, `dijkstra_all`) are timed in turns for at
 /// least, unless `--reps` is given: on a map of a million cells the default repetitions (19,
@@ -32,10 +32,10 @@ fn time_once(f: impl FnOnce()) -> f64 {
 }
 
 /// Pairs of runs that fit in `budget_ns` when a pair takes `pair_ns`, at least `least` and at
-/// most `MAX_REPS` (or `least`, if more).
+/// most `MAX_DEFAULT_REPS` (or `least`, if more).
 fn pairs_within(budget_ns: f64, pair_ns: f64, least: usize) -> usize {
     let fit = (budget_ns / pair_ns.max(1.0)) as usize;
-    fit.clamp(least, MAX_REPS.max(least))
+    fit.clamp(least, MAX_DEFAULT_REPS.max(least))
 }
 
 /// The walkable cell nearest the map's centre (see `CostField::nearest_walkable`).
@@ -260,7 +260,7 @@ pub fn measure(
 ) -> Result<Report> {
     let cells = cost.grid().len();
     let given = reps;
-    let reps = reps.unwrap_or((20_000_000 / cells).clamp(5, MAX_REPS));
+    let reps = reps.unwrap_or((20_000_000 / cells).clamp(5, MAX_DEFAULT_REPS));
     let mut builder = IntegrationBuilder::new();
     let mut field = IntegrationField::new(*cost.grid(), model);
     let mut flow = FlowField::new(*cost.grid());
@@ -436,6 +436,17 @@ pub fn scene() -> (CostField, UVec2, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pairs_fill_the_budget_within_their_bounds() {
+        // A 1.3 ms pair (a 1024 x 1024 dungeon's field and BFS) in a quarter second.
+        assert_eq!(pairs_within(PAIR_BUDGET_NS, 1.3e6, 19), 192);
+        // Fast pairs stop at the most, slow ones at the least, which a larger least lifts.
+        assert_eq!(pairs_within(PAIR_BUDGET_NS, 1e3, 19), MAX_DEFAULT_REPS);
+        assert_eq!(pairs_within(PAIR_BUDGET_NS, 1e9, 8), 8);
+        assert_eq!(pairs_within(PAIR_BUDGET_NS, 1e3, 500), 500);
+        assert_eq!(pairs_within(PAIR_BUDGET_NS, 0.0, 5), MAX_DEFAULT_REPS);
+    }
 
     #[test]
     fn bfs_reaches_what_the_wave_reaches() {
