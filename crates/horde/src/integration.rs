@@ -1165,14 +1165,20 @@ impl IntegrationBuilder {
         }
     }
 
+    /// Whether the footprint (`touched`) holds every cell outside which the distances are
+    /// UNREACHABLE: then a reset need touch only its blocks, or none at all.
+    fn footprint_known(&self) -> bool {
+        let words = self.dist.len().div_ceil(TOUCHED_BLOCK * 64);
+        self.touched_valid && self.touched.len() == words && !self.inf_outside
+    }
+
     /// The distances left as the last build over the crossing graph wrote them, for a build over
     /// the same graph, which writes the same cells again (every node, and every room reached,
     /// or the room reset: see `Rooms::fill`): the footprint starts empty as after
     /// [`reset_wave_distances`](Self::reset_wave_distances). False (nothing done) when the
     /// footprint is not known. On a dungeon the reset was a sixteenth of a build.
     fn keep_wave_distances(&mut self) -> bool {
-        let words = self.dist.len().div_ceil(TOUCHED_BLOCK * 64);
-        if !self.touched_valid || self.touched.len() != words || self.inf_outside {
+        if !self.footprint_known() {
             return false;
         }
         self.spans_hold_values = false;
@@ -1189,11 +1195,7 @@ impl IntegrationBuilder {
     fn reset_wave_distances(&mut self) {
         let spans_hold = std::mem::take(&mut self.spans_hold_values);
         let words = self.dist.len().div_ceil(TOUCHED_BLOCK * 64);
-        if !std::mem::take(&mut self.dist_stale)
-            && self.touched_valid
-            && self.touched.len() == words
-            && !std::mem::take(&mut self.inf_outside)
-        {
+        if !std::mem::take(&mut self.dist_stale) && self.footprint_known() {
             if spans_hold {
                 // On a dungeon half the cells of the footprint's blocks.
                 let pw = self.padded_width;
