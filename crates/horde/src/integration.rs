@@ -66,6 +66,7 @@ mod graph;
 mod ranked;
 pub(crate) mod rooms;
 pub(crate) mod sweep;
+mod trees;
 
 /// Integration value of a wall or of a walkable cell from which no goal can be reached.
 pub const UNREACHABLE: u32 = u32::MAX;
@@ -319,6 +320,9 @@ pub struct IntegrationBuilder {
     moves: Vec<u8>,
     /// Padded rows `lo..hi` whose costs changed since `moves` was worked out.
     moves_stale: (usize, usize),
+    /// The cells on no loop of legal steps (see `trees`), where walks fork instead of queueing
+    /// a junction: worked out by the second one-shot wave over a map.
+    trees: trees::Trees,
     /// Rows whose costs the last `prepare` found changed.
     rows_changed: usize,
     /// The [`CostField`] version `costs` holds (0: unknown, as after a window of a map).
@@ -429,6 +433,11 @@ struct WaveState {
     /// Seeds as (value, padded cell), sorted; each joins the wave when it reaches its bucket.
     seeds: Vec<(u32, u32)>,
     next_seed: usize,
+    /// The branches a walk has yet to go down where it forked (see [`Queue::walk`]): (junction,
+    /// its value, first cell of the branch). Kept from build to build.
+    forks: Vec<(u32, u32, u32)>,
+    /// Cells queued into the buckets by expansions and walks (not the seeds).
+    queued: usize,
 }
 
 /// How far a time-sliced build has come.
@@ -758,6 +767,20 @@ impl IntegrationBuilder {
                 }
                 self.wave.walks = max_cells == usize::MAX && !skip;
                 self.wave.rooms = max_cells == usize::MAX && self.take_rooms();
+                if self.wave.walks && self.wave.table && !self.wave.rooms && self.rows_changed == 0
+                {
+                    // The same map as the last build: the next goal, many to come.
+                    if !self.trees.valid {
+                        self.trees.work_out(&self.moves, self.padded_width);
+                    }
+                    // Nothing is queued yet: the buckets may grow, for the walks' forks.
+                    if FORK_BUCKETS > self.wave.mask + 1 {
+                        if self.buckets.len() < FORK_BUCKETS {
+                            self.buckets.resize_with(FORK_BUCKETS, Bucket::default);
+                        }
+                        self.wave.mask = FORK_BUCKETS - 1;
+                    }
+                }
                 self.wave.mark = self.wave.rooms || !self.footprint_unwanted();
                 if !self.wave.mark {
                     // Nothing says which cells the wave writes: a build started again before
@@ -969,6 +992,7 @@ impl IntegrationBuilder {
             self.costs.resize(plen, WALL);
             self.moves.clear();
             self.moves.resize(plen, 0);
+            self.trees.valid = false;
             self.moves_stale = (1, h + 1);
         }
         self.width = w;
@@ -1004,6 +1028,7 @@ impl IntegrationBuilder {
         self.rows_changed = changed;
         if changed > 0 {
             self.rooms.valid = false;
+            self.trees.valid = false;
         }
         self.max_terrain = top;
         if self.dist.len() != plen {
@@ -1342,10 +1367,14 @@ impl IntegrationBuilder {
         if self.buckets.len() < nb {
             self.buckets.resize_with(nb, Bucket::default);
         }
-        for b in &mut self.buckets {
+        // Only the last wave's buckets may hold cells (a wave left unfinished): a builder whose
+        // buckets grew for forks does not clear them all at every build.
+        for b in self.buckets.iter_mut().take(self.wave.mask + 1) {
             b.len = 0;
         }
         let current = std::mem::take(&mut self.wave.current);
+        let mut forks = std::mem::take(&mut self.wave.forks);
+        forks.clear();
         let k = seeds.first().map_or(0, |&(v, _)| v >> shift);
         self.wave = WaveState {
             active: true,
@@ -1370,6 +1399,8 @@ impl IntegrationBuilder {
             mark: true,
             seeds,
             next_seed: 0,
+            forks,
+            queued: 0,
         };
     }
 
@@ -1407,6 +1438,13 @@ impl IntegrationBuilder {
         let buckets = &mut self.buckets[..mask + 1];
         let touched = &mut self.touched[..];
         let rooms = st.rooms.then_some(&self.rooms);
+        // Walks fork at junctions on no loop only in waves that cross no rooms (whose chains'
+        // ends a fork would have to tell apart).
+        let trees = if WALKS && TABLE && !st.rooms {
+            self.trees.bits()
+        } else {
+            &[]
+        };
         let mark = st.mark;
         let mut left = budget;
         loop {
@@ -1500,9 +1538,12 @@ impl IntegrationBuilder {
                     walks: &walks,
                     rooms,
                     mark,
+                    trees,
+                    forks: &mut st.forks,
                 };
                 queue.expand(d, c);
                 st.pending += queue.pushed;
+                st.queued += queue.pushed;
                 if WALKS {
                     st.settled += queue.reached;
                 }
@@ -1566,6 +1607,14 @@ const UNMARKED_WAVES: u32 = 16;
 /// Buckets of the wave's queue at the least: room for walks along corridors.
 const MIN_BUCKETS: usize = 64;
 
+/// Buckets of a wave whose walks fork at junctions on no loop (see `trees`), so that a fork
+/// goes on down a dead-end branch, or a whole maze without loops, rather than stopping a lap
+/// ahead and queueing the cell it reached (a lap of 4,096 is about 3,300 straight steps on
+/// plain ground). On maze512-1-0 64 buckets queued 2,600 such cells a build, 256 queued 600,
+/// 1,024 queued 160, 4,096 two; the field took 1.16 times as long with 64 as with 4,096 (the
+/// figures are in `docs/benchmarks.md`). 32 bytes a bucket, and the cells queued.
+const FORK_BUCKETS: usize = 4096;
+
 /// Seeds a wave that crosses rooms may have at the most: each is looked for among the rooms.
 const MAX_ROOM_SEEDS: usize = 64;
 
@@ -1586,6 +1635,10 @@ struct Queue<'a, const UNIFORM: bool, const WALKS: bool, const TABLE: bool> {
     rooms: Option<&'a rooms::Rooms>,
     /// Record the cells given values in the footprint.
     mark: bool,
+    /// The cells on no loop (see `trees`; empty: none known), where walks fork.
+    trees: &'a [u64],
+    /// Branches of forks still to walk (empty between walks).
+    forks: &'a mut Vec<(u32, u32, u32)>,
 }
 
 /// What walks along corridors need (read only when there is a corridor).
@@ -1718,10 +1771,19 @@ impl<const UNIFORM: bool, const WALKS: bool, const TABLE: bool> Queue<'_, UNIFOR
                 let prices = self.walks.prices;
                 // A chain's end is a corridor cell too, but the wave crosses its chain in one
                 // step from the buckets instead.
-                if let Some(step) = corridor_step(self.moves_of(j), &self.walks.ends, prices, j, c)
+                let m = self.moves_of(j);
+                if let Some(step) = corridor_step(m, &self.walks.ends, prices, j, c)
                     && self.rooms.is_none_or(|r| r.chains.end_at(j).is_none())
                 {
                     self.walk(j, nd, step);
+                    return;
+                }
+                // A junction on no loop: every cell beyond it is reached through it alone.
+                if trees::on_no_loop(self.trees, j) {
+                    self.fork(j, nd, m, c);
+                    if let Some((from, v, next)) = self.forks.pop() {
+                        self.walk(from as usize, v, (next as usize, prices.0));
+                    }
                     return;
                 }
             }
@@ -1748,7 +1810,10 @@ impl<const UNIFORM: bool, const WALKS: bool, const TABLE: bool> Queue<'_, UNIFOR
     /// improved from one of them), on along the corridor through `step` (the other one) while
     /// cells improve, giving each its value at once: a corridor cell's only neighbours are the
     /// two cells along it, so expanding it from the buckets would offer nothing else. The cell
-    /// where the corridor ends is queued as usual. Exact: each corridor cell ends with the
+    /// where the corridor ends is queued as usual, unless it is a junction on no loop (see
+    /// `trees`): the walk forks there and goes down each of its other branches in turn, which
+    /// its expansion would have offered (in a maze without loops, no junction is queued at
+    /// all). Exact: each corridor cell ends with the
     /// better of the walks from its two ends (a walk stops where a cell already holds as good a
     /// value, which the walk that gave it carries on), and the end cells join the buckets at
     /// their values, never below the bucket being drained. A walk that would leave the buckets'
@@ -1756,6 +1821,20 @@ impl<const UNIFORM: bool, const WALKS: bool, const TABLE: bool> Queue<'_, UNIFOR
     /// goes on later.
     #[inline(never)]
     fn walk(&mut self, mut cur: usize, mut v: u32, mut step: (usize, u32)) {
+        loop {
+            self.walk_one(cur, v, step);
+            // The branches left at the forks, last first.
+            let Some((from, value, next)) = self.forks.pop() else {
+                return;
+            };
+            (cur, v, step) = (from as usize, value, (next as usize, self.walks.prices.0));
+        }
+    }
+
+    /// One walk of [`walk`](Self::walk), to where the corridor ends; a junction on no loop
+    /// there leaves its branches in `forks`.
+    #[inline(always)]
+    fn walk_one(&mut self, mut cur: usize, mut v: u32, mut step: (usize, u32)) {
         loop {
             let (next, base) = step;
             if v > self.walks.limit {
@@ -1778,20 +1857,33 @@ impl<const UNIFORM: bool, const WALKS: bool, const TABLE: bool> Queue<'_, UNIFOR
             }
             self.reached += (old == UNREACHABLE) as usize;
             self.walks.walked.set(self.walks.walked.get() + 1);
-            match corridor_step(
-                self.moves_of(next),
-                &self.walks.ends,
-                self.walks.prices,
-                next,
-                cur,
-            ) {
+            let m = self.moves_of(next);
+            match corridor_step(m, &self.walks.ends, self.walks.prices, next, cur) {
                 Some(s) => (cur, v, step) = (next, nv, s),
                 None => {
-                    if old >> self.shift != nv >> self.shift {
+                    if trees::on_no_loop(self.trees, next) {
+                        self.fork(next, nv, m, cur);
+                    } else if old >> self.shift != nv >> self.shift {
                         self.push(next, nv);
                     }
                     return;
                 }
+            }
+        }
+    }
+
+    /// Junction `j` on no loop, just improved to `v` from its neighbour `from`: its other
+    /// branches left in `forks` to walk down, as its expansion would offer them. Exact as the
+    /// walks are: each cell beyond `j` is reached through `j` alone, and a branch stops where a
+    /// cell already holds as good a value. A cell on no loop has straight steps only (a
+    /// diagonal step closes a loop of three cells with the straight ones beside it).
+    #[inline(always)]
+    fn fork(&mut self, j: usize, v: u32, m: u8, from: usize) {
+        let pw = self.walks.pw;
+        let steps = [j.wrapping_sub(pw), j + 1, j + pw, j.wrapping_sub(1)];
+        for (bit, &k) in steps.iter().enumerate() {
+            if m & (1 << bit) != 0 && k != from {
+                self.forks.push((j as u32, v, k as u32));
             }
         }
     }
@@ -2447,6 +2539,59 @@ mod tests {
             b.build_into(&walled, &[goal], m, &mut field).unwrap();
             assert!(b.wave.mark && b.footprint_is_small(), "build {k}");
             assert_eq!(field, first_build(&walled, &[goal], m));
+        }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn walks_fork_at_junctions_on_no_loop_from_the_second_wave_over_a_map() {
+        let m = CostModel::TenFourteen;
+        // A maze without loops, then the same with loops cut through its walls and rough
+        // ground in places (forks stop at the junctions on loops).
+        let tree = maze(30, 9);
+        let mut looped = maze(30, 9);
+        let mut next = xorshift(17);
+        for _ in 0..40 {
+            let cell = UVec2::new(1 + (next() % 59) as u32, 1 + (next() % 59) as u32);
+            looped.set(cell, 1).unwrap();
+        }
+        for _ in 0..300 {
+            let cell = UVec2::new(1 + (next() % 59) as u32, 1 + (next() % 59) as u32);
+            if looped.get(cell) != Some(WALL) {
+                looped.set(cell, 1 + (next() % 6) as u8).unwrap();
+            }
+        }
+        for (name, cost) in [("tree", &tree), ("looped", &looped)] {
+            let mut b = IntegrationBuilder::new();
+            b.set_sweeps(false);
+            let mut field = IntegrationField::new(*cost.grid(), m);
+            let mut flow = crate::FlowField::new(*cost.grid());
+            let mut queued = Vec::new();
+            for k in 0..4u32 {
+                let goals = [
+                    UVec2::new(1 + 2 * (k * 7 % 30), 1 + 2 * (k * 11 % 30)),
+                    UVec2::new(1 + 2 * (k * 13 % 30), 59),
+                ];
+                let goals = &goals[..1 + (k as usize % 2)];
+                b.build_into(cost, goals, m, &mut field).unwrap();
+                b.flow_into(&mut flow).unwrap();
+                assert_eq!(field, first_build(cost, goals, m), "{name}, build {k}");
+                assert_eq!(
+                    flow,
+                    crate::FlowField::from_integration(cost, &field).unwrap(),
+                    "{name}, build {k}"
+                );
+                queued.push(b.wave.queued);
+            }
+            // The first wave queues the junctions its walks reach; the next ones, over the
+            // same map, fork there: over a maze without loops nothing is queued at all.
+            assert!(b.trees.valid, "{name}");
+            assert!(queued[0] > 50, "{name}: {queued:?}");
+            if name == "tree" {
+                assert!(queued[1..].iter().all(|&q| q == 0), "{name}: {queued:?}");
+            } else {
+                assert!(queued[1..].iter().all(|&q| q < queued[0]), "{queued:?}");
+            }
         }
     }
 

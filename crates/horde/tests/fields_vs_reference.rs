@@ -354,7 +354,9 @@ proptest! {
     /// Mazes of one-cell corridors, where a one-shot wave walks along corridor cells instead of
     /// queueing them: corridors longer than the buckets' lap, terrain up to the dearest, seeds
     /// of unequal values inside corridors. Equal to the reference; every reachable cell counted
-    /// once; equal to a time-sliced build (which does not walk).
+    /// once; equal to a time-sliced build (which does not walk). The builds after the first
+    /// (the same map again) fork their walks at junctions on no loop: equal to the reference
+    /// too.
     #[test]
     fn corridor_mazes_equal_the_reference(
         rooms in (1u32..40, 1u32..40),
@@ -383,6 +385,15 @@ proptest! {
         let stats = b.build_into(&cost, &goals, model, &mut once).unwrap();
         let reachable = once.values().iter().filter(|&&v| v != UNREACHABLE).count();
         prop_assert_eq!(stats.settled, reachable);
+        // Built again over the same map, the walks fork at the junctions on no loop.
+        let by_goals = reference_values(&reference_dijkstra(&cost, &goals, model));
+        prop_assert_eq!(once.values(), &by_goals[..]);
+        b.flow_into(&mut flow).unwrap();
+        check_flow(&cost, once.values(), &flow, model);
+        let again = b.build_seeded(&cost, &seeds, model).unwrap();
+        prop_assert_eq!(again.values(), &want[..]);
+        b.flow_into(&mut flow).unwrap();
+        check_flow(&cost, again.values(), &flow, model);
         b.start(&cost, &goals, model).unwrap();
         while let BuildProgress::Running { .. } = b.advance(budget).unwrap() {}
         let mut sliced = IntegrationField::new(*cost.grid(), model);
