@@ -1,7 +1,9 @@
 //! The parts of a map that no loop of legal steps passes through: dead-end branches of
 //! corridors, and whole mazes without loops. Such a cell has exactly one way to each cell
 //! beyond it, so a wave that reaches a junction of them need not queue it: the walks along the
-//! corridors (see `Queue::walk`) fork there and go on down every branch at once.
+//! corridors (see `Queue::walk`) fork there and go on down every branch at once. Only on maps
+//! where most open cells are on no loop (`mostly`: a maze without loops, or with very few):
+//! on mazes with more loops the dead ends are short, and the forks cost more than they save.
 //!
 //! Worked out by peeling: cells with one legal step (dead ends) are taken away, then the cells
 //! left with one, and so on; what is taken is outside the map's 2-core, on no loop.
@@ -14,7 +16,16 @@ pub(crate) struct Trees {
     bits: Vec<u64>,
     /// `bits` describes the builder's costs (cleared when they change).
     pub(crate) valid: bool,
+    /// Open cells, and those on no loop.
+    open: usize,
+    on_no_loop: usize,
 }
+
+/// Quarters of a map's open cells that must be on no loop for its waves to fork their walks:
+/// on mazes with loops cut through their walls, forks were slower (42 % of the cells on no
+/// loop: 1.02–1.06 times as long) or no faster (56 %: 0.96); with none, 0.85 (the figures are
+/// in `docs/benchmarks.md`).
+const MOSTLY_IN_FOUR: usize = 3;
 
 /// Offsets of the eight legal steps (see `moves_of_row`), for padded width `pw`.
 fn offsets(pw: usize) -> [usize; 8] {
@@ -41,6 +52,9 @@ impl Trees {
         let steps = offsets(pw);
         // Legal steps left to each cell still in the map; 0 once taken (or a wall).
         let mut left: Vec<u8> = moves.iter().map(|m| m.count_ones() as u8).collect();
+        // Cells with a legal step (a walkable cell without one is reached only as a seed).
+        self.open = left.iter().filter(|&&l| l > 0).count();
+        self.on_no_loop = 0;
         let mut taken: Vec<u32> = Vec::new();
         for (c, l) in left.iter_mut().enumerate() {
             if *l == 1 {
@@ -51,6 +65,7 @@ impl Trees {
         while let Some(c) = taken.pop() {
             let c = c as usize;
             self.bits[c / 64] |= 1 << (c % 64);
+            self.on_no_loop += 1;
             let m = moves[c];
             for (bit, &offset) in steps.iter().enumerate() {
                 if m & (1 << bit) == 0 {
@@ -67,6 +82,12 @@ impl Trees {
             }
         }
         self.valid = true;
+    }
+
+    /// Whether at least `MOSTLY_IN_FOUR` quarters of the open cells are on no loop (a maze without
+    /// loops, or with few), where forking walks pay.
+    pub(crate) fn mostly(&self) -> bool {
+        self.valid && self.on_no_loop * 4 >= self.open * MOSTLY_IN_FOUR
     }
 
     /// The bits, when valid (empty otherwise).
@@ -172,6 +193,25 @@ mod tests {
         // A two-cell-wide corridor is loops of diagonal steps; its one-cell tail is not.
         let cost = map(&["#######", "#....##", "#.....#", "#######"]);
         assert_eq!(drawn(&cost), ["#######", "#....##", "#....t#", "#######"]);
+    }
+
+    #[test]
+    fn mostly_counts_the_open_cells_on_no_loop() {
+        // 4 of 12 open cells on no loop (a ring of eight, a tail of two, a lone corridor of
+        // two): under three quarters; with the ring cut open, all of them.
+        let ring = map(&[
+            "#######", "#...#.#", "#.#.#.#", "#...###", "#.#####", "#.#####",
+        ]);
+        let tail = map(&[
+            "#######", "#...#.#", "#.###.#", "#.#####", "#.#####", "#.#####",
+        ]);
+        for (cost, mostly) in [(&ring, false), (&tail, true)] {
+            let (moves, pw) = moves(cost);
+            let mut trees = Trees::default();
+            assert!(!trees.mostly());
+            trees.work_out(&moves, pw);
+            assert_eq!(trees.mostly(), mostly, "{:?}", drawn(cost));
+        }
     }
 
     #[test]
