@@ -271,8 +271,11 @@ pub struct WaveStats {
 /// per 8 cells and pass direction, and per layout for the chunks with a walkable cell: 1/16 byte
 /// per cell), the wave's footprint (a bit per 16 cells: 1/128 byte per cell, kept three times: the
 /// copies describe the field written last and the spans listed last), a row of candidates, two rows
-/// per thread for parallel sweeps, the wave's bucket queue (at least 64 buckets, each keeping the
-/// storage of the most entries it held at once, 4 bytes per entry), the footprint's spans of the
+/// per thread for parallel sweeps, the wave's bucket queue (at least 64 buckets of 32 bytes, 4,096
+/// over a maze without loops, each keeping the storage of the most entries it held at once, 4 bytes
+/// per entry), the cells on no loop once worked out (a bit per padded cell, see `trees`; working
+/// them out takes 1 byte per padded cell and 4 per cell on no loop for a moment; the walks' forks
+/// keep 12 bytes per branch waiting), the footprint's spans of the
 /// field written last (12 bytes per span), and the map's rooms and corridors once worked out
 /// (rooms: a bit and a half per padded cell, 24 bytes per room entry, 128 KiB of crossing prices,
 /// see `rooms`; corridors: a bit and a half per padded cell, 9 bytes per corridor cell, 8 more per
@@ -1631,9 +1634,9 @@ const MIN_BUCKETS: usize = 64;
 /// Buckets of a wave whose walks fork at junctions on no loop (see `trees`), so that a fork
 /// goes on down a dead-end branch, or a whole maze without loops, rather than stopping a lap
 /// ahead and queueing the cell it reached (a lap of 4,096 is about 3,300 straight steps on
-/// plain ground). On maze512-1-0 64 buckets queued 2,600 such cells a build, 256 queued 600,
-/// 1,024 queued 160, 4,096 two; the field took 1.16 times as long with 64 as with 4,096 (the
-/// figures are in `docs/benchmarks.md`). 32 bytes a bucket, and the cells queued.
+/// plain ground): fewer buckets queued many more cells on a maze and took longer, and waves
+/// that do not fork keep 64, since each bucket's store is cold once a lap (the figures are in
+/// `docs/benchmarks.md`). 32 bytes a bucket, and the cells queued.
 const FORK_BUCKETS: usize = 4096;
 
 /// Seeds a wave that crosses rooms may have at the most: each is looked for among the rooms.

@@ -22,9 +22,9 @@ pub(crate) struct Trees {
 }
 
 /// Quarters of a map's open cells that must be on no loop for its waves to fork their walks:
-/// on mazes with loops cut through their walls, forks were slower (42 % of the cells on no
-/// loop: 1.02–1.06 times as long) or no faster (56 %: 0.96); with none, 0.85 (the figures are
-/// in `docs/benchmarks.md`).
+/// forks made mazes with loops cut through their walls (up to about half their cells on no
+/// loop) no faster or slower, and a maze without loops much faster (the figures are in
+/// `docs/benchmarks.md`).
 const MOSTLY_IN_FOUR: usize = 3;
 
 /// Offsets of the eight legal steps (see `moves_of_row`), for padded width `pw`.
