@@ -505,10 +505,12 @@ macro_rules! blocks_avx2 {
                             as u32;
                     changed |= (!same & 0xFF) << (CELLS_PER_BLOCK * i);
                 }
-                if improvable != 0 {
-                    $leftwards = 1;
-                    $flags.set(x - $lo, improvable);
-                }
+                // Without a branch on whether any cell is flagged: after a BFS or other
+                // branchy work the predictor has forgotten the map's pattern, and on city maps
+                // the steps with and without flags alternate (single blocks keep the branch,
+                // cheaper on caves).
+                $leftwards |= improvable;
+                $flags.set(x - $lo, improvable);
                 $carry = before;
                 $w_carry = w_before;
                 changed
