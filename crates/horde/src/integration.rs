@@ -443,7 +443,7 @@ struct WaveState {
     #[cfg(test)]
     queued: usize,
     /// Walks fork at junctions on no loop (see `trees`).
-    fork: bool,
+    forking: bool,
 }
 
 /// How far a time-sliced build has come.
@@ -779,11 +779,9 @@ impl IntegrationBuilder {
                     if !self.trees.valid {
                         self.trees.work_out(&self.moves, self.padded_width);
                     }
-                    self.wave.fork = self.trees.mostly();
-                }
-                if self.wave.fork {
+                    self.wave.forking = self.trees.mostly();
                     // Nothing is queued yet: the buckets may grow, for the walks' forks.
-                    if FORK_BUCKETS > self.wave.mask + 1 {
+                    if self.wave.forking && FORK_BUCKETS > self.wave.mask + 1 {
                         if self.buckets.len() < FORK_BUCKETS {
                             self.buckets.resize_with(FORK_BUCKETS, Bucket::default);
                         }
@@ -1411,7 +1409,7 @@ impl IntegrationBuilder {
             forks,
             #[cfg(test)]
             queued: 0,
-            fork: false,
+            forking: false,
         };
     }
 
@@ -1420,7 +1418,7 @@ impl IntegrationBuilder {
         // On a map of plain ground only (the common case, and every Moving AI map), a step's
         // price does not depend on the cell: skip the terrain loads and multiplies.
         // Forks only with walks over the legal steps' table, on a map the trees describe.
-        let forks = self.wave.fork && self.wave.walks && self.wave.table && self.trees.valid;
+        let forks = self.wave.forking && self.wave.walks && self.wave.table && self.trees.valid;
         match (self.wave.uniform, self.wave.walks) {
             (true, true) if forks => self.run_impl::<true, true, true, true>(budget),
             (false, true) if forks => self.run_impl::<false, true, true, true>(budget),
@@ -2626,10 +2624,10 @@ mod tests {
             assert!(b.trees.valid, "{name}");
             assert!(queued[0] > 50, "{name}: {queued:?}");
             if name == "tree" {
-                assert!(b.wave.fork);
+                assert!(b.wave.forking);
                 assert!(queued[1..].iter().all(|&q| q == 0), "{name}: {queued:?}");
             } else {
-                assert!(!b.wave.fork && !b.trees.mostly());
+                assert!(!b.wave.forking && !b.trees.mostly());
                 assert!(queued[1..].iter().all(|&q| q > 50), "{queued:?}");
             }
         }
