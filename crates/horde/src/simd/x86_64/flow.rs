@@ -243,6 +243,27 @@ fn derive_spans_avx2(
     spans: impl Iterator<Item = (usize, usize, usize)> + Clone,
 ) {
     let fetch = |p: *const u8| _mm_prefetch::<_MM_HINT_T0>(p.cast());
+    let w = pw - 2;
+    // Whole rows (a map not built from a small footprint) go by bytes; the spans of a footprint,
+    // parts of rows seldom one below the other over the same columns, by the 16-bit kernel.
+    let whole_rows = spans
+        .clone()
+        .next()
+        .is_some_and(|(_, a, b)| a == 1 && b == w);
+    if kind.exact
+        && kind.plain
+        && bytes_fit(kind)
+        && whole_rows
+        && (BYTE_BLOCK..BYTE_ROW - 1).contains(&w)
+    {
+        let field = (costs, dist, pw, kind);
+        let mut cache = ByteRows::new(w);
+        let bytes = |rows: RowsAround<'_>, prices, row: &mut [u8]| {
+            derive_row_bytes_avx2(&mut cache, rows, prices, row)
+        };
+        let spans = spans.map(move |span| at_least(span, NARROW_BLOCK, w));
+        return derive_spans_with(field, out, first, spans, bytes, fetch);
+    }
     if kind.exact && kind.plain && narrow_fits(kind) {
         let field = (costs, dist, pw, kind);
         let narrow = |rows: RowsAround<'_>, prices, row: &mut [u8]| {
@@ -250,7 +271,6 @@ fn derive_spans_avx2(
         };
         // Spans without their end walls (a room's row) are often shorter than the kernel's
         // block, which the 32-bit kernel would take: they grow to a block within their row.
-        let w = pw - 2;
         let spans = spans.map(move |span| at_least(span, NARROW_BLOCK, w));
         return derive_spans_with(field, out, first, spans, narrow, fetch);
     }
@@ -378,6 +398,174 @@ fn derive_row_narrow_avx2(rows: RowsAround<'_>, prices: ArrowPrices, row: &mut [
         let out: &mut [u8; WIDE] = cells.try_into().expect("16 cells");
         // SAFETY: writes 16 bytes into an array of 16.
         unsafe { _mm_storeu_si128(out.as_mut_ptr().cast(), sixteen) };
+    }
+}
+
+/// The cells [`derive_row_bytes_avx2`] does at a time.
+const BYTE_BLOCK: usize = 32;
+
+/// The widest map, with a column either side, whose rows [`ByteRows`] hold: wider ones go to
+/// the 16-bit kernel.
+const BYTE_ROW: usize = 4096;
+
+/// Whether [`derive_row_bytes_avx2`] serves a field of this kind: steps below 16 (the 10-14
+/// model), so that values five bits wide tell every step apart (see [`ByteRows`]).
+fn bytes_fit(kind: FieldKind) -> bool {
+    kind.model.diagonal() < 16 && kind.model.straight() <= kind.model.diagonal()
+}
+
+/// The three rows of values around a row of [`derive_row_bytes_avx2`], a byte a cell: the
+/// value's five low bits, and the top bit set where the cell has no value. On an exact field
+/// over plain ground, two cells a legal step apart differ by at most that step (each holds at
+/// most the other's value plus the step), so with steps below 16 the difference of their five
+/// low bits, modulo 32, is the step exactly when the difference of their values is; a
+/// neighbour without a value (a wall, as every walkable neighbour of a reached cell is
+/// reached) never matches. The rows are kept for the next row below: each row's values are
+/// turned into bytes once instead of three times. 12 KB on the stack.
+struct ByteRows {
+    rows: [[u8; BYTE_ROW]; 3],
+    /// Which of `rows` holds the row above, the row and the row below.
+    order: [usize; 3],
+    /// The last row's values (their start) and length, and whether `rows` hold its rows.
+    last: (*const u32, usize),
+    held: bool,
+    /// The map's width: whole rows only go by bytes.
+    width: usize,
+}
+
+impl ByteRows {
+    fn new(width: usize) -> ByteRows {
+        ByteRows {
+            rows: [[0; BYTE_ROW]; 3],
+            order: [0, 1, 2],
+            last: (std::ptr::null(), 0),
+            held: false,
+            width,
+        }
+    }
+}
+
+/// `values` (at least 32) as [`ByteRows`] holds them, into the start of `out`.
+#[target_feature(enable = "avx2")]
+fn encode_bytes(values: &[u32], none: u32, out: &mut [u8]) {
+    const WIDE: usize = BYTE_BLOCK;
+    let n = values.len();
+    let none = _mm256_set1_epi32(none as i32);
+    let (low, flag) = (_mm256_set1_epi32(31), _mm256_set1_epi32(0x80));
+    // The bytes of the packs below come in the order of four lanes of each vector per 128-bit
+    // half: dwords back in the cells' order.
+    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    let byte_of = |v: __m256i| {
+        let no_value = _mm256_cmpeq_epi32(_mm256_max_epu32(v, none), v);
+        _mm256_or_si256(_mm256_and_si256(v, low), _mm256_and_si256(no_value, flag))
+    };
+    let mut at = 0;
+    loop {
+        // The last 32 values end at the row's end, over values done too.
+        let from = at.min(n - WIDE);
+        let lanes: &[u32; WIDE] = values[from..from + WIDE].try_into().expect("32 values");
+        // SAFETY: reads 8 u32 four times from an array of 32.
+        let v = unsafe {
+            let p = lanes.as_ptr();
+            [0, 8, 16, 24].map(|k| _mm256_loadu_si256(p.add(k).cast()))
+        };
+        let words = (
+            _mm256_packus_epi32(byte_of(v[0]), byte_of(v[1])),
+            _mm256_packus_epi32(byte_of(v[2]), byte_of(v[3])),
+        );
+        let bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(words.0, words.1), order);
+        let dst: &mut [u8; WIDE] = (&mut out[from..from + WIDE]).try_into().expect("32 bytes");
+        // SAFETY: writes 32 bytes into an array of 32.
+        unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast(), bytes) };
+        if from + WIDE >= n {
+            break;
+        }
+        at += WIDE;
+    }
+}
+
+/// [`derive_row_exact_avx2`] over plain ground with steps below 16, thirty-two cells a block in
+/// bytes (see [`ByteRows`], which `cache` holds): a cell steps to the lowest direction whose
+/// neighbour's byte is the cell's less the step (modulo 32), a diagonal only where neither side
+/// lacks a value. About half the operations a cell of the 16-bit kernel, which takes the rows
+/// that are not whole rows below the last (the first row, the spans of a footprint). The same
+/// bytes as [`derive_row_exact_avx2`] (the tests compare them).
+#[target_feature(enable = "avx2")]
+fn derive_row_bytes_avx2(
+    cache: &mut ByteRows,
+    rows: RowsAround<'_>,
+    prices: ArrowPrices,
+    row: &mut [u8],
+) {
+    const WIDE: usize = BYTE_BLOCK;
+    let len = row.len();
+    let (up, mid, down, terrain) = padded_rows(rows, len);
+    let next = cache.last == (up.as_ptr(), len);
+    cache.last = (mid.as_ptr(), len);
+    if !next || len != cache.width {
+        // Not a whole row below the last one: by the 16-bit kernel, and its rows worked out
+        // only if the next span is the row below.
+        cache.held = false;
+        return derive_row_narrow_avx2(rows, prices, row);
+    }
+    let (straight, diagonal, none) = prices;
+    if cache.held {
+        // The row below the last span, over the same columns: its rows of here and below are
+        // this one's above and here.
+        let [above, here, below] = cache.order;
+        cache.order = [here, below, above];
+        encode_bytes(down, none, &mut cache.rows[above]);
+    } else {
+        for (values, k) in [up, mid, down].into_iter().zip(cache.order) {
+            encode_bytes(values, none, &mut cache.rows[k]);
+        }
+        cache.held = true;
+    }
+    let [u, m, d] = cache.order.map(|k| &cache.rows[k][..len + 2]);
+    let load = |bytes: &[u8], at: usize| {
+        let lanes: &[u8; WIDE] = bytes[at..at + WIDE].try_into().expect("32 bytes");
+        // SAFETY: reads 32 bytes from an array of 32.
+        unsafe { _mm256_loadu_si256(lanes.as_ptr().cast()) }
+    };
+    let splat = |v: u32| _mm256_set1_epi8(v as u8 as i8);
+    let (s, g) = (splat(straight), splat(diagonal));
+    let (wall, zero) = (splat(WALL as u32), _mm256_setzero_si256());
+    // The difference to a neighbour's byte, from the cell's five bits plus 32: 1 to 63 (the
+    // difference of the values' five bits, plus 32) unless the neighbour has no value, when it
+    // is 129 or more; these bits keep the difference's five bits and the mark of no value.
+    let (above_32, difference_bits) = (splat(32), splat(0x9F));
+    for x in arrow_blocks(len, WIDE) {
+        let here = load(m, x + 1);
+        let lifted = _mm256_add_epi8(here, above_32);
+        let less = |v| _mm256_and_si256(_mm256_sub_epi8(lifted, v), difference_bits);
+        let around = Around {
+            n: load(u, x + 1),
+            ne: load(u, x + 2),
+            e: load(m, x + 2),
+            se: load(d, x + 2),
+            s: load(d, x + 1),
+            sw: load(d, x),
+            w: load(m, x),
+            nw: load(u, x),
+        };
+        let straight_to = |v| _mm256_cmpeq_epi8(less(v), s);
+        // Barred where either side has no value (the top bit of either).
+        let diagonal_to = |v, a, b| {
+            _mm256_blendv_epi8(_mm256_cmpeq_epi8(less(v), g), zero, _mm256_or_si256(a, b))
+        };
+        let to = around.by_direction(straight_to, diagonal_to);
+        // The lowest direction wins; a reached cell with none is a sink.
+        let mut byte = splat(FLOW_GOAL as u32);
+        for dir in (0..8).rev() {
+            byte = _mm256_blendv_epi8(byte, splat(dir as u32), to[dir]);
+        }
+        // A cell without a value (its top bit) is unreachable, or a wall by its terrain.
+        let byte = _mm256_blendv_epi8(byte, splat(FLOW_UNREACHABLE as u32), here);
+        let is_wall = _mm256_cmpeq_epi8(load(terrain, x + 1), wall);
+        let byte = _mm256_blendv_epi8(byte, splat(FLOW_WALL as u32), is_wall);
+        let out: &mut [u8; WIDE] = (&mut row[x..x + WIDE]).try_into().expect("32 cells");
+        // SAFETY: writes 32 bytes into an array of 32.
+        unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), byte) };
     }
 }
 
