@@ -365,16 +365,7 @@ fn derive_row_narrow_avx2(rows: RowsAround<'_>, prices: ArrowPrices, row: &mut [
         let byte = if _mm256_movemask_epi8(unreached) == -1 {
             _mm256_set1_epi16(FLOW_UNREACHABLE as i16)
         } else {
-            let around = Around {
-                n: pack(load(up, x + 1)),
-                ne: pack(load(up, x + 2)),
-                e: pack(load(mid, x + 2)),
-                se: pack(load(down, x + 2)),
-                s: pack(load(down, x + 1)),
-                sw: pack(load(down, x)),
-                w: pack(load(mid, x)),
-                nw: pack(load(up, x)),
-            };
+            let around = Around::of([up, mid, down], x, |row, at| pack(load(row, at)));
             let straight_to = |v| _mm256_cmpeq_epi16(_mm256_adds_epu16(v, s), here);
             let diagonal_to = |v, a, b| {
                 let sides = _mm256_subs_epu16(_mm256_max_epu16(a, b), s);
@@ -538,16 +529,7 @@ fn derive_row_bytes_avx2(
         let here = load(m, x + 1);
         let lifted = _mm256_add_epi8(here, above_32);
         let less = |v| _mm256_and_si256(_mm256_sub_epi8(lifted, v), difference_bits);
-        let around = Around {
-            n: load(u, x + 1),
-            ne: load(u, x + 2),
-            e: load(m, x + 2),
-            se: load(d, x + 2),
-            s: load(d, x + 1),
-            sw: load(d, x),
-            w: load(m, x),
-            nw: load(u, x),
-        };
+        let around = Around::of([u, m, d], x, load);
         let straight_to = |v| _mm256_cmpeq_epi8(less(v), s);
         // Barred where either side has no value (the top bit of either).
         let diagonal_to = |v, a, b| {
@@ -608,6 +590,25 @@ struct Around<V> {
     sw: V,
     w: V,
     nw: V,
+}
+
+impl<V> Around<V> {
+    /// The neighbours of the block of cells from column `x + 1` of the middle of `rows` (the
+    /// row above, the row and the row below), `load(row, column)` reading a vector of a row
+    /// from a column on: the one place that lays the neighbours out.
+    #[inline(always)]
+    fn of<R: Copy>([up, mid, down]: [R; 3], x: usize, load: impl Fn(R, usize) -> V) -> Around<V> {
+        Around {
+            n: load(up, x + 1),
+            ne: load(up, x + 2),
+            e: load(mid, x + 2),
+            se: load(down, x + 2),
+            s: load(down, x + 1),
+            sw: load(down, x),
+            w: load(mid, x),
+            nw: load(up, x),
+        }
+    }
 }
 
 impl<V: Copy> Around<V> {
@@ -672,16 +673,7 @@ fn arrows_avx2(
                 is_wall,
             )
         } else {
-            let around = Around {
-                n: load(up, x + 1),
-                ne: load(up, x + 2),
-                e: load(mid, x + 2),
-                se: load(down, x + 2),
-                s: load(down, x + 1),
-                sw: load(down, x),
-                w: load(mid, x),
-                nw: load(up, x),
-            };
+            let around = Around::of([up, mid, down], x, load);
             arrows(t, is_wall, here, &around)
         };
         // Eight u32 lanes (each below 256) to eight bytes.
@@ -874,16 +866,7 @@ fn arrows_avx512(
                 _mm_set1_epi8(FLOW_WALL as i8),
             )
         } else {
-            let around = Around {
-                n: load(up, x + 1),
-                ne: load(up, x + 2),
-                e: load(mid, x + 2),
-                se: load(down, x + 2),
-                s: load(down, x + 1),
-                sw: load(down, x),
-                w: load(mid, x),
-                nw: load(up, x),
-            };
+            let around = Around::of([up, mid, down], x, load);
             arrows(tc, here, &around)
         };
         let out: &mut [u8; WIDE] = (&mut row[x..x + WIDE]).try_into().expect("16 cells");
