@@ -417,7 +417,8 @@ struct ByteRows {
     rows: [[u8; BYTE_ROW]; 3],
     /// Which of `rows` holds the row above, the row and the row below.
     order: [usize; 3],
-    /// The last row's values (their start) and length, and whether `rows` hold its rows.
+    /// The last row's values (their start) and length, and whether `rows` hold the rows
+    /// around it.
     last: (*const u32, usize),
     held: bool,
     /// The map's width: whole rows only go by bytes.
@@ -494,15 +495,15 @@ fn derive_row_bytes_avx2(
     let next = cache.last == (up.as_ptr(), len);
     cache.last = (mid.as_ptr(), len);
     if !next || len != cache.width {
-        // Not a whole row below the last one: by the 16-bit kernel, and its rows worked out
-        // only if the next span is the row below.
+        // Not a whole row below the last one (the first row, or a span of a footprint): by
+        // the 16-bit kernel; the rows are worked out when the next row goes on from this one.
         cache.held = false;
         return derive_row_narrow_avx2(rows, prices, row);
     }
     let (straight, diagonal, none) = prices;
     if cache.held {
-        // The row below the last span, over the same columns: its rows of here and below are
-        // this one's above and here.
+        // The row below the last one: the last row's rows of here and below are this one's
+        // above and here.
         let [above, here, below] = cache.order;
         cache.order = [here, below, above];
         encode_bytes(down, none, &mut cache.rows[above]);
