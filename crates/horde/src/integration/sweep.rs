@@ -988,6 +988,12 @@ pub(crate) fn mark_cells(marks: &mut [u64], lo: usize, hi: usize) {
     );
 }
 
+/// Mark the chunks of columns holding columns `lo..=hi` (themselves, not their neighbours).
+#[inline(always)]
+pub(crate) fn mark_columns(marks: &mut [u64], lo: usize, hi: usize) {
+    set_bits(marks, lo / COLUMNS_PER_MARK, hi / COLUMNS_PER_MARK);
+}
+
 /// Mark the footprint blocks of padded cells `lo..=hi`.
 #[inline(always)]
 fn touch_cells(touched: &mut [u64], lo: usize, hi: usize) {
@@ -1046,6 +1052,9 @@ fn spread(sc: &mut SweepScratch, y: usize, h: usize) {
 /// from `q` through the cell to `p` is two steps, one of them diagonal unless `q` is `p`: with
 /// every walkable cell's terrain 1 it costs more (10 + 14 > 10, 14 + 14 > 20). Heavier terrain
 /// breaks that (two straight steps across a swamp), so other maps tell both rows everything.
+/// The AVX2 kernel goes further on plain ground: of the cells beside those the scans improved,
+/// it marks back only the chunks whose cells an offer from the row's final values improves
+/// (most improve nothing there: on caves a fifth of the next pass's visits found nothing).
 #[inline(always)]
 fn tell_neighbours(
     (need, needy): (&mut [Vec<u64>; 2], &mut [Vec<u64>; 2]),
@@ -1394,7 +1403,9 @@ pub(crate) fn rightwards_tail(
 
 /// The leftward part of a vector row pass after its blocks: cells `x - 1` down to `first` one
 /// by one from `c`, the final value of cell `x`, then on past `first` while cells improve.
-/// Returns the span changed, up to `right`.
+/// Returns the span changed, up to `right`. `mark_back(back, row, lo, hi)` marks the back marks
+/// for the columns `lo..=hi` the scans improved, given the row's final values (every chunk
+/// beside them, or on plain ground only those whose cells in the row before they improve).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn leftwards_tail(
@@ -1407,6 +1418,7 @@ pub(crate) fn leftwards_tail(
     first: usize,
     mut c: u32,
     right: usize,
+    mark_back: impl FnOnce(&mut [u64], &[u32], usize, usize),
 ) -> Span {
     // Marked together (fewer cells than a block).
     let tail = x;
@@ -1425,7 +1437,7 @@ pub(crate) fn leftwards_tail(
         scanned.add(left, first - 1);
     }
     if scanned.lo <= scanned.hi {
-        mark_cells(back, scanned.lo, scanned.hi);
+        mark_back(back, cur, scanned.lo, scanned.hi);
     }
     Span {
         lo: left as u32,
@@ -1789,8 +1801,41 @@ mod tests {
                 for x in (1..n - 1).filter(|&x| wide[x] != row[x]) {
                     assert!(marked(&marks, x), "{name}: seed {seed}, cell {x}");
                 }
+                // On plain ground a kernel may mark back only the chunks of the cells of the row
+                // before that an offer from the row's new values improves (those beside the
+                // cells the scans improved: no other can be improved); elsewhere every chunk
+                // beside those cells.
+                let improves = |x: usize| {
+                    prev_terrain[x] != WALL
+                        && candidate(
+                            wide[x - 1],
+                            wide[x],
+                            wide[x + 1],
+                            prev_terrain[x - 1],
+                            prev_terrain[x],
+                            prev_terrain[x + 1],
+                            terrain[x],
+                            prices,
+                        ) < prev[x]
+                };
+                let chunk_marked = |x: usize| {
+                    let c = x / COLUMNS_PER_MARK;
+                    back[c / 64] & 1 << (c % 64) != 0
+                };
                 for &x in &scanned {
-                    assert!(marked(&back, x), "{name}: back, seed {seed}, cell {x}");
+                    if prices.plain {
+                        for y in [x - 1, x, x + 1]
+                            .into_iter()
+                            .filter(|&y| (1..n - 1).contains(&y))
+                        {
+                            assert!(
+                                !improves(y) || chunk_marked(y),
+                                "{name}: back, seed {seed}, cell {y} beside {x}"
+                            );
+                        }
+                    } else {
+                        assert!(marked(&back, x), "{name}: back, seed {seed}, cell {x}");
+                    }
                 }
             }
         }
@@ -2182,6 +2227,74 @@ mod tests {
                     plain,
                     "seed {seed}"
                 );
+            }
+        }
+    }
+
+    /// The AVX2 row pass's back marks on plain ground hold the chunk of every cell of the row
+    /// before beside the scanned columns that an offer from the row improves, and no chunk
+    /// beyond the first and last cell that improves; none when no cell improves.
+    #[test]
+    fn back_marks_hold_the_cells_the_row_improves_in_the_row_before() {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(avx2) = crate::simd::under_test::avx2() {
+            for seed in 0..2000u64 {
+                let n = 3 + seed as usize * 7 % 300;
+                let (cur, terrain, _) = random_rows(seed, n);
+                let (prev, _, prev_terrain) = random_rows(seed ^ 0x9e37_79b9, n);
+                // Plain ground: every walkable cell's terrain 1.
+                let plain = |t: &[u8]| {
+                    t.iter()
+                        .map(|&t| if t == WALL { WALL } else { 1 })
+                        .collect::<Vec<_>>()
+                };
+                let (terrain, prev_terrain) = (plain(&terrain), plain(&prev_terrain));
+                let lo = 1 + seed as usize % (n - 2);
+                let hi = (lo + seed as usize / 3 % 60).min(n - 2);
+                let mut back = vec![0u64; n.div_ceil(COLUMNS_PER_MARK).div_ceil(64)];
+                let rows = (&cur[..], &prev[..], &terrain[..], &prev_terrain[..]);
+                avx2.improving_back(&mut back, rows, (10, 14), lo, hi);
+                let marked = |x: usize| {
+                    back[x / COLUMNS_PER_MARK / 64] >> (x / COLUMNS_PER_MARK % 64) & 1 != 0
+                };
+                // Every cell that improves: those beside the scanned columns must be marked; the
+                // blocks may test (and mark) a few more.
+                let improving: Vec<usize> = (1..=n - 2)
+                    .filter(|&x| {
+                        prev_terrain[x] != WALL
+                            && candidate(
+                                cur[x - 1],
+                                cur[x],
+                                cur[x + 1],
+                                prev_terrain[x - 1],
+                                prev_terrain[x],
+                                prev_terrain[x + 1],
+                                terrain[x],
+                                PRICES,
+                            ) < prev[x]
+                    })
+                    .collect();
+                if n < 10 {
+                    continue;
+                }
+                for &x in improving.iter().filter(|&&x| lo <= x + 1 && x <= hi + 1) {
+                    assert!(
+                        marked(x),
+                        "seed {seed}: cell {x} improves but is not marked"
+                    );
+                }
+                let chunks = |x: usize| x / COLUMNS_PER_MARK;
+                for x in 0..n {
+                    if marked(x) {
+                        let (a, b) = (improving.first(), improving.last());
+                        assert!(
+                            a.zip(b).is_some_and(
+                                |(&a, &b)| chunks(a) <= chunks(x) && chunks(x) <= chunks(b)
+                            ),
+                            "seed {seed}: chunk of column {x} marked, improving {improving:?}"
+                        );
+                    }
+                }
             }
         }
     }

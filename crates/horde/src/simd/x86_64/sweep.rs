@@ -6,7 +6,8 @@ use std::arch::x86_64::*;
 use crate::cost::{CostModel, WALL};
 use crate::integration::sweep::{
     EMPTY, INF, Marked, Prices, RowPassArgs, Scanned, SweepOutcome, SweepScratch, SweptMap,
-    finish_lanes, for_marked, last_block, leftwards_tail, mark_cells, rightwards_tail, sweep_rows,
+    finish_lanes, for_marked, last_block, leftwards_tail, mark_cells, mark_columns,
+    rightwards_tail, sweep_rows,
 };
 #[cfg(any(feature = "parallel", test))]
 use crate::integration::sweep::{Rows, Span};
@@ -775,8 +776,99 @@ macro_rules! row_pass_avx2_body {
             first,
             c,
             right,
+            |back, cur, lo, hi| {
+                if $plain && hi - lo < TESTED_BACK {
+                    let rows = (&*cur, prev, terrain, prev_terrain);
+                    mark_improving_back(back, rows, (straight, diagonal), lo, hi);
+                } else {
+                    mark_cells(back, lo, hi);
+                }
+            },
         )
     }};
+}
+
+/// Spans of cells improved by the scans along a row at most this long (columns) mark in `back`
+/// only the chunks of the row before that their values improve ([`mark_improving_back`]);
+/// longer ones mark every chunk beside them. On caves the test saves a fifth of the visits of
+/// the next pass; on maps of long rows (random512-10-0) testing long spans cost more than it
+/// saved (the figures are in `docs/benchmarks.md`).
+const TESTED_BACK: usize = 16 * CELLS_PER_BLOCK;
+
+/// On plain ground, mark in `back` the chunks of the cells of the row before (`prev`) that an
+/// offer from the row's final values (`cur`) improves, among the cells beside columns
+/// `lo..=hi` (those the scans along the row improved). Only those cells can improve the row
+/// before (see `tell_neighbours`), and most of them do not: the pass the other way then skips
+/// the chunks where it would find nothing. The offers are those of [`row_pass_avx2`] with the
+/// rows' parts swapped. Eight cells a block, the last block ending at the last cell (over
+/// cells tested too); a row too short for a block marks every chunk beside the cells.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn mark_improving_back(
+    back: &mut [u64],
+    (cur, prev, terrain, prev_terrain): (&[u32], &[u32], &[u8], &[u8]),
+    (straight, diagonal): (__m256i, __m256i),
+    lo: usize,
+    hi: usize,
+) {
+    let pw = cur.len();
+    if pw < CELLS_PER_BLOCK + 2 {
+        mark_cells(back, lo, hi);
+        return;
+    }
+    let (first, last) = ((lo - 1).max(1), (hi + 1).min(pw - 2));
+    let wall = _mm_set1_epi8(WALL as i8);
+    let inf = _mm256_set1_epi32(INF as i32);
+    let mut x = first;
+    while x <= last {
+        if x + CELLS_PER_BLOCK > last + 1 {
+            x = (last + 1).saturating_sub(CELLS_PER_BLOCK).max(1);
+        }
+        let from: &[u32; CELLS_PER_BLOCK + 2] = cur[x - 1..x + CELLS_PER_BLOCK + 1]
+            .try_into()
+            .expect("10 cells");
+        let to: &[u32; CELLS_PER_BLOCK] = prev[x..x + CELLS_PER_BLOCK].try_into().expect("8 cells");
+        let there: &[u8; CELLS_PER_BLOCK + 2] = prev_terrain[x - 1..x + CELLS_PER_BLOCK + 1]
+            .try_into()
+            .expect("10 cells");
+        let here: &[u8; CELLS_PER_BLOCK] =
+            terrain[x..x + CELLS_PER_BLOCK].try_into().expect("8 cells");
+        // SAFETY: every load reads 8 u32 or 8 bytes within the arrays just cut to size.
+        let improves = unsafe {
+            let cl = _mm256_loadu_si256(from.as_ptr().cast());
+            let cc = _mm256_loadu_si256(from.as_ptr().add(1).cast());
+            let cr = _mm256_loadu_si256(from.as_ptr().add(2).cast());
+            let old = _mm256_loadu_si256(to.as_ptr().cast());
+            let tl = _mm_loadl_epi64(there.as_ptr().cast());
+            let tc = _mm_loadl_epi64(there.as_ptr().add(1).cast());
+            let tr = _mm_loadl_epi64(there.as_ptr().add(2).cast());
+            // A diagonal passes between the cell's neighbour in its own row and the cell below
+            // (or above) it in this row: both walkable (the corner rule).
+            let beside = _mm_cmpeq_epi8(_mm_loadl_epi64(here.as_ptr().cast()), wall);
+            let no_left = _mm256_cvtepi8_epi32(_mm_or_si128(_mm_cmpeq_epi8(tl, wall), beside));
+            let no_right = _mm256_cvtepi8_epi32(_mm_or_si128(_mm_cmpeq_epi8(tr, wall), beside));
+            let is_wall = _mm256_cvtepi8_epi32(_mm_cmpeq_epi8(tc, wall));
+            let diag = _mm256_min_epu32(
+                _mm256_min_epu32(_mm256_or_si256(cl, no_left), _mm256_or_si256(cr, no_right)),
+                inf,
+            );
+            let offer = _mm256_or_si256(
+                _mm256_min_epu32(
+                    _mm256_add_epi32(cc, straight),
+                    _mm256_add_epi32(diag, diagonal),
+                ),
+                is_wall,
+            );
+            let keeps = _mm256_cmpeq_epi32(_mm256_min_epu32(offer, old), old);
+            !_mm256_movemask_ps(_mm256_castsi256_ps(keeps)) as u32 & 0xFF
+        };
+        if improves != 0 {
+            let a = x + improves.trailing_zeros() as usize;
+            let b = x + 31 - improves.leading_zeros() as usize;
+            mark_columns(back, a, b);
+        }
+        x += CELLS_PER_BLOCK;
+    }
 }
 
 /// Words of [`Improvable`]'s bits: runs of up to about a thousand columns keep them.
@@ -1066,6 +1158,7 @@ macro_rules! row_pass_avx512_body {
             first,
             c,
             right,
+            |back, _, lo, hi| mark_cells(back, lo, hi),
         )
     }};
 }
@@ -1257,6 +1350,37 @@ impl Avx2 {
         }
         // SAFETY: an `Avx2` exists only where the CPU has AVX2.
         unsafe { scans(cells, prices, carry) }
+    }
+}
+
+#[cfg(test)]
+impl Avx2 {
+    /// [`mark_improving_back`] on plain ground with steps `straight` and `diagonal`: rows
+    /// `(cur, prev, terrain, prev_terrain)` and the scanned columns `lo..=hi`.
+    pub(crate) fn improving_back(
+        self,
+        back: &mut [u64],
+        rows: (&[u32], &[u32], &[u8], &[u8]),
+        (straight, diagonal): (u32, u32),
+        lo: usize,
+        hi: usize,
+    ) {
+        #[target_feature(enable = "avx2")]
+        fn mark(
+            back: &mut [u64],
+            rows: (&[u32], &[u32], &[u8], &[u8]),
+            (straight, diagonal): (u32, u32),
+            lo: usize,
+            hi: usize,
+        ) {
+            let steps = (
+                _mm256_set1_epi32(straight as i32),
+                _mm256_set1_epi32(diagonal as i32),
+            );
+            mark_improving_back(back, rows, steps, lo, hi);
+        }
+        // SAFETY: an `Avx2` exists only where the CPU has AVX2.
+        unsafe { mark(back, rows, (straight, diagonal), lo, hi) }
     }
 }
 
