@@ -32,8 +32,11 @@ const MAX_WORK: u64 = 10;
 const RUN_WORK: u64 = 16;
 /// A build whose sweeps did more than this many columns of work per cell reached sends the next
 /// builds of its size to the wave: a column swept costs about a tenth of a cell settled by the
-/// wave (the work and times per map are in `docs/benchmarks.md`).
-const WAVE_BELOW_WORK_PER_CELL: u64 = 12;
+/// wave, less on mazes, whose wave walks its corridors: maze512-1-0's sweeps do 11.9 columns a
+/// cell (since the back marks keep to the cells that improve) in four times the wave's time,
+/// while maps of rooms that suit the sweeps do at most about 7 (the work and times per map are
+/// in `docs/benchmarks.md`).
+const WAVE_BELOW_WORK_PER_CELL: u64 = 10;
 /// After a map was handed to the wave, the next builds of the same size go straight to the wave,
 /// and the sweeps are tried again only after this many; twice as many after each further hand-over
 /// in a row, up to `RETRY_AFTER << MAX_BACKOFF` (a try costs up to about twice a wave build, three
