@@ -393,7 +393,7 @@ impl Tally8 {
 macro_rules! blocks_avx2 {
     ([$($n:literal),+], $long:ident, $x:ident, $hi:ident, $cur:ident, $prev:ident,
      $terrain:ident, $prev_terrain:ident, $marks:ident, $plain:expr,
-     ($wall:ident, $inf:ident, $straight:ident, $diagonal:ident, $from_left:ident,
+     ($wall:ident, $straight:ident, $diagonal:ident, $from_left:ident,
       $last_lane:ident),
      ($carry:ident, $w_carry:ident, $leftwards:ident, $first:ident, $last:ident,
       $scanned:ident, $flags:ident, $lo:ident)) => {$({
@@ -445,17 +445,8 @@ macro_rules! blocks_avx2 {
                                 _mm256_madd_epi16(t, $diagonal),
                             )
                         };
-                        let diag = _mm256_min_epu32(
-                            _mm256_min_epu32(
-                                _mm256_or_si256(pl, lanes(no_left)),
-                                _mm256_or_si256(pr, lanes(no_right)),
-                            ),
-                            $inf,
-                        );
-                        let offer = _mm256_or_si256(
-                            _mm256_min_epu32(_mm256_add_epi32(pc, s), _mm256_add_epi32(diag, g)),
-                            is_wall,
-                        );
+                        let barred = (lanes(no_left), lanes(no_right), is_wall);
+                        let offer = offer_avx2([pl, pc, pr], barred, (s, g));
                         let i = pair * 2 + k;
                         v[i] = _mm256_loadu_si256(row.as_ptr().add(b).cast());
                         nv[i] = _mm256_min_epu32(v[i], offer);
@@ -545,7 +536,6 @@ macro_rules! row_pass_avx2_body {
         let lo: usize = $lo;
         let hi: usize = $hi;
         let wall = _mm_set1_epi8(WALL as i8);
-        let inf = _mm256_set1_epi32(INF as i32);
         // Bases below 2^15 (asserted beside `CostModel`) in the low half of each lane: one `madd`
         // multiplies them by the terrain (a 16-bit multiply, cheaper than the 32-bit `mullo`).
         let straight = _mm256_set1_epi32(prices.straight as i32);
@@ -579,7 +569,7 @@ macro_rules! row_pass_avx2_body {
             prev_terrain,
             marks,
             $plain,
-            (wall, inf, straight, diagonal, from_left, last_lane),
+            (wall, straight, diagonal, from_left, last_lane),
             (carry, w_carry, leftwards, first, last, scanned, flags, lo)
         );
         loop {
@@ -631,14 +621,7 @@ macro_rules! row_pass_avx2_body {
                         _mm256_madd_epi16(t, diagonal),
                     )
                 };
-                let diag = _mm256_min_epu32(
-                    _mm256_min_epu32(_mm256_or_si256(pl, no_left), _mm256_or_si256(pr, no_right)),
-                    inf,
-                );
-                let offer = _mm256_or_si256(
-                    _mm256_min_epu32(_mm256_add_epi32(pc, s), _mm256_add_epi32(diag, g)),
-                    is_wall,
-                );
+                let offer = offer_avx2([pl, pc, pr], (no_left, no_right, is_wall), (s, g));
                 let v = _mm256_loadu_si256(row.as_ptr().cast());
                 let mut nv = _mm256_min_epu32(v, offer);
                 // The price of a step along the row from each cell; INF from a wall.
@@ -818,7 +801,6 @@ fn mark_improving_back(
     }
     let (first, last) = ((lo - 1).max(1), (hi + 1).min(pw - 2));
     let wall = _mm_set1_epi8(WALL as i8);
-    let inf = _mm256_set1_epi32(INF as i32);
     let mut x = first;
     while x <= last {
         if x + CELLS_PER_BLOCK > last + 1 {
@@ -848,17 +830,8 @@ fn mark_improving_back(
             let no_left = _mm256_cvtepi8_epi32(_mm_or_si128(_mm_cmpeq_epi8(tl, wall), beside));
             let no_right = _mm256_cvtepi8_epi32(_mm_or_si128(_mm_cmpeq_epi8(tr, wall), beside));
             let is_wall = _mm256_cvtepi8_epi32(_mm_cmpeq_epi8(tc, wall));
-            let diag = _mm256_min_epu32(
-                _mm256_min_epu32(_mm256_or_si256(cl, no_left), _mm256_or_si256(cr, no_right)),
-                inf,
-            );
-            let offer = _mm256_or_si256(
-                _mm256_min_epu32(
-                    _mm256_add_epi32(cc, straight),
-                    _mm256_add_epi32(diag, diagonal),
-                ),
-                is_wall,
-            );
+            let barred = (no_left, no_right, is_wall);
+            let offer = offer_avx2([cl, cc, cr], barred, (straight, diagonal));
             let keeps = _mm256_cmpeq_epi32(_mm256_min_epu32(offer, old), old);
             !_mm256_movemask_ps(_mm256_castsi256_ps(keeps)) as u32 & 0xFF
         };
@@ -869,6 +842,31 @@ fn mark_improving_back(
         }
         x += CELLS_PER_BLOCK;
     }
+}
+
+/// The best of the offers to eight cells from their three neighbours in the row before, `from`
+/// (left, straight, right): the straight step at price `s`, the diagonals at `g` unless
+/// `barred` (all ones where the corner rule bars the left or right diagonal, and where the cell
+/// is a wall, whose offer is then all ones). Diagonals from cells without a value stay at INF
+/// plus a step, so no sum overflows. The row pass's and the back test's offers.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn offer_avx2(
+    [left, straight_on, right]: [__m256i; 3],
+    (no_left, no_right, is_wall): (__m256i, __m256i, __m256i),
+    (s, g): (__m256i, __m256i),
+) -> __m256i {
+    let diag = _mm256_min_epu32(
+        _mm256_min_epu32(
+            _mm256_or_si256(left, no_left),
+            _mm256_or_si256(right, no_right),
+        ),
+        _mm256_set1_epi32(INF as i32),
+    );
+    _mm256_or_si256(
+        _mm256_min_epu32(_mm256_add_epi32(straight_on, s), _mm256_add_epi32(diag, g)),
+        is_wall,
+    )
 }
 
 /// Words of [`Improvable`]'s bits: runs of up to about a thousand columns keep them.
