@@ -475,6 +475,10 @@ pub(crate) struct FieldKind {
 /// The arrows of spans of rows (padded row, first and last padded column) into `out`, which
 /// holds the field's rows from row `first` (0-based) on: the one place that picks a kernel for
 /// this CPU (AVX-512, AVX2, or the plain one) and, with either vector set, for the kind of field.
+/// A field the AVX2 kernels pack into 8- or 16-bit lanes goes to them even where AVX-512 runs:
+/// 32 or 16 cells a register against AVX-512's 16 in 32-bit lanes (on a Zen 4 core, whose
+/// 512-bit operations take two 256-bit halves, the whole field came 3–11 % faster on most
+/// Moving AI maps; the figures are in `docs/benchmarks.md`).
 fn derive_over(
     costs: &[u8],
     dist: &[u32],
@@ -487,7 +491,8 @@ fn derive_over(
     #[cfg(target_arch = "x86_64")]
     {
         let cpu = crate::simd::cpu();
-        if let Some(avx512) = cpu.avx512 {
+        let packed = cpu.avx2.is_some() && crate::simd::Avx2::packs(kind);
+        if let (Some(avx512), false) = (cpu.avx512, packed) {
             return avx512.derive_spans(costs, dist, pw, kind, out, first, spans);
         }
         if let Some(avx2) = cpu.avx2 {

@@ -31,6 +31,14 @@ impl Avx2 {
         // SAFETY: an `Avx2` exists only where the CPU has AVX2, the kernel's only requirement.
         unsafe { derive_spans_avx2(costs, dist, pw, kind, out, first, spans) }
     }
+
+    /// Whether [`derive_spans`](Self::derive_spans) packs a field of this kind into 8- or
+    /// 16-bit lanes (an exact field over plain ground with steps below 256: every Moving AI
+    /// map's in the 10-14 model), 32 or 16 cells a register. O(1).
+    #[inline]
+    pub(crate) fn packs(kind: FieldKind) -> bool {
+        kind.exact && kind.plain && narrow_fits(kind)
+    }
 }
 
 impl Avx512 {
