@@ -1003,6 +1003,96 @@ macro_rules! row_pass_avx512_body {
         // has nothing to do.
         let mut w_before = _mm512_set1_epi32(table[terrain[lo - 1] as usize] as i32);
         let mut leftwards = 0u16;
+        // Two blocks a step while 32 cells are left: their offers side by side, one test of both
+        // for the scan along the row and one for a change (see `blocks_avx2`).
+        let long = hi + 1 - lo >= LONG_RUN;
+        while long && x + 2 * WIDE <= hi + 1 {
+            let above: &[u32; 2 * WIDE + 2] =
+                prev[x - 1..x + 2 * WIDE + 1].try_into().expect("34 cells");
+            let here: &[u8; 2 * WIDE + 2] = terrain[x - 1..x + 2 * WIDE + 1]
+                .try_into()
+                .expect("34 cells");
+            let up: &[u8; 2 * WIDE] = prev_terrain[x..x + 2 * WIDE].try_into().expect("32 cells");
+            let row: &mut [u32; 2 * WIDE] =
+                (&mut cur[x..x + 2 * WIDE]).try_into().expect("32 cells");
+            // SAFETY: every load reads 16 u32 or 16 bytes within the arrays just cut to size, the
+            // stores write 16 u32 each into `row`, which holds 32.
+            let changed = unsafe {
+                let zero = _mm512_setzero_si512();
+                let (mut v, mut nv, mut w) = ([zero; 2], [zero; 2], [zero; 2]);
+                for k in 0..2 {
+                    let b = k * WIDE;
+                    let pc = _mm512_loadu_si512(above.as_ptr().add(b + 1).cast());
+                    let pl = _mm512_alignr_epi32::<15>(pc, _mm512_set1_epi32(above[b] as i32));
+                    let pr =
+                        _mm512_alignr_epi32::<1>(_mm512_set1_epi32(above[b + WIDE + 1] as i32), pc);
+                    let tl = _mm_loadu_si128(here.as_ptr().add(b).cast());
+                    let tc = _mm_loadu_si128(here.as_ptr().add(b + 1).cast());
+                    let tr = _mm_loadu_si128(here.as_ptr().add(b + 2).cast());
+                    let tu = _mm_loadu_si128(up.as_ptr().add(b).cast());
+                    let up_wall = _mm_cmpeq_epi8_mask(tu, wall);
+                    let no_left = _mm_cmpeq_epi8_mask(tl, wall) | up_wall;
+                    let no_right = _mm_cmpeq_epi8_mask(tr, wall) | up_wall;
+                    let is_wall = _mm_cmpeq_epi8_mask(tc, wall);
+                    let (s, g) = if $plain {
+                        (straight, diagonal)
+                    } else {
+                        let t = _mm512_cvtepu8_epi32(tc);
+                        (
+                            _mm512_madd_epi16(t, straight),
+                            _mm512_madd_epi16(t, diagonal),
+                        )
+                    };
+                    let diag = _mm512_min_epu32(
+                        _mm512_mask_mov_epi32(pl, no_left, inf),
+                        _mm512_mask_mov_epi32(pr, no_right, inf),
+                    );
+                    let offer = _mm512_mask_mov_epi32(
+                        _mm512_min_epu32(_mm512_add_epi32(pc, s), _mm512_add_epi32(diag, g)),
+                        is_wall,
+                        ones,
+                    );
+                    v[k] = _mm512_loadu_si512(row.as_ptr().add(b).cast());
+                    nv[k] = _mm512_min_epu32(v[k], offer);
+                    w[k] = _mm512_mask_mov_epi32(s, is_wall, inf);
+                }
+                let scan_needed = _mm512_cmplt_epu32_mask(
+                    _mm512_add_epi32(_mm512_alignr_epi32::<15>(nv[0], before), w[0]),
+                    nv[0],
+                ) | _mm512_cmplt_epu32_mask(
+                    _mm512_add_epi32(_mm512_alignr_epi32::<15>(nv[1], nv[0]), w[1]),
+                    nv[1],
+                );
+                if scan_needed != 0 {
+                    let last_lane = _mm512_set1_epi32(15);
+                    let carry = _mm512_permutexvar_epi32(last_lane, before);
+                    nv[0] = wide_prefix_scan::<false>(nv[0], w[0], carry);
+                    let carry = _mm512_permutexvar_epi32(last_lane, nv[0]);
+                    nv[1] = wide_prefix_scan::<false>(nv[1], w[1], carry);
+                    scanned.add(x, x + 2 * WIDE - 1);
+                }
+                _mm512_storeu_si512(row.as_mut_ptr().cast(), nv[0]);
+                _mm512_storeu_si512(row.as_mut_ptr().add(WIDE).cast(), nv[1]);
+                // Cells x - 1..x + 31 against their right neighbours.
+                let improvable = |nv, before, w, w_before| {
+                    let left = _mm512_alignr_epi32::<15>(nv, before);
+                    let w_left = _mm512_alignr_epi32::<15>(w, w_before);
+                    _mm512_cmplt_epu32_mask(_mm512_add_epi32(nv, w_left), left)
+                };
+                leftwards |= improvable(nv[0], before, w[0], w_before)
+                    | improvable(nv[1], nv[0], w[1], w[0]);
+                before = nv[1];
+                w_before = w[1];
+                u32::from(_mm512_cmpneq_epu32_mask(nv[0], v[0]))
+                    | u32::from(_mm512_cmpneq_epu32_mask(nv[1], v[1])) << WIDE
+            };
+            if changed != 0 {
+                first = first.min(x + changed.trailing_zeros() as usize);
+                last = x + 31 - changed.leading_zeros() as usize;
+                mark_cells(marks, x + changed.trailing_zeros() as usize, last);
+            }
+            x += 2 * WIDE;
+        }
         loop {
             if x + WIDE > hi + 1 {
                 // Fewer cells left than a block: one more block, ending at `hi`, over cells already
