@@ -1360,7 +1360,8 @@ const CELLS_PER_BLOCK: usize = 8;
 
 /// Runs at least this long (columns) go four blocks a step in the AVX2 row pass, shorter ones two:
 /// four were 5-12 % faster on maps of long rows (Boston_0_256, random512-10-0), and a loop
-/// more per row pass about 1 % slower on caves of short ones (lak303d).
+/// more per row pass about 1 % slower on caves of short ones (lak303d). The AVX-512 pass goes two
+/// blocks of sixteen a step on them, single blocks on shorter ones.
 const LONG_RUN: usize = 16 * CELLS_PER_BLOCK;
 
 /// The scan along a row over eight cells `v` with step prices `w` (at most `INF`), from
