@@ -1304,12 +1304,22 @@ mod tests {
             for i in 0..cost.grid().len() {
                 let c = cost.grid().cell(i);
                 let rock = seed % 6 == 5 && (c.x < w / 3 || c.y < h / 3 || c.y > h - h / 4);
-                let cell = if rock { WALL } else { crate::cost::PLAIN };
-                if cost.is_walkable(c) || rock {
+                // One map in six walled across its middle, the goals above: ground below it
+                // that no value reaches, whole blocks of it.
+                let walled = seed % 6 == 4 && c.y == h / 2;
+                let cell = if rock || walled {
+                    WALL
+                } else {
+                    crate::cost::PLAIN
+                };
+                if cost.is_walkable(c) || rock || walled {
                     cost.set(c, cell).unwrap();
                 }
             }
-            let open = walkable_cells(&cost);
+            let mut open = walkable_cells(&cost);
+            if seed % 6 == 4 {
+                open.retain(|c| c.y < h / 2);
+            }
             if open.is_empty() {
                 continue;
             }

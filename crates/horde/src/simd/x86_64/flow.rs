@@ -536,6 +536,20 @@ fn derive_row_bytes_avx2(
     let (above_32, difference_bits) = (splat(32), splat(0x9F));
     for x in arrow_blocks(len, WIDE) {
         let here = load(m, x + 1);
+        let is_wall = _mm256_cmpeq_epi8(load(terrain, x + 1), wall);
+        if _mm256_movemask_epi8(here) == -1 {
+            // No cell of the block has a value (rock between caves): its bytes come from the
+            // terrain alone.
+            let byte = _mm256_blendv_epi8(
+                splat(FLOW_UNREACHABLE as u32),
+                splat(FLOW_WALL as u32),
+                is_wall,
+            );
+            let out: &mut [u8; WIDE] = (&mut row[x..x + WIDE]).try_into().expect("32 cells");
+            // SAFETY: writes 32 bytes into an array of 32.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), byte) };
+            continue;
+        }
         let lifted = _mm256_add_epi8(here, above_32);
         let less = |v| _mm256_and_si256(_mm256_sub_epi8(lifted, v), difference_bits);
         let around = Around::of([u, m, d], x, load);
@@ -552,7 +566,6 @@ fn derive_row_bytes_avx2(
         }
         // A cell without a value (its top bit) is unreachable, or a wall by its terrain.
         let byte = _mm256_blendv_epi8(byte, splat(FLOW_UNREACHABLE as u32), here);
-        let is_wall = _mm256_cmpeq_epi8(load(terrain, x + 1), wall);
         let byte = _mm256_blendv_epi8(byte, splat(FLOW_WALL as u32), is_wall);
         let out: &mut [u8; WIDE] = (&mut row[x..x + WIDE]).try_into().expect("32 cells");
         // SAFETY: writes 32 bytes into an array of 32.
