@@ -350,6 +350,8 @@ pub struct IntegrationBuilder {
     /// The padded width, the [`CostField`] version (0: unknown, spans not trimmed) and the
     /// footprint `spans` were listed from.
     spans_of: (usize, u64, Vec<u64>),
+    /// The cells `spans` cover.
+    spans_cells: usize,
     /// The spans were listed for the last build finished and no build has started since: they
     /// hold every cell it gave a value (they leave out walls only), for the next to reset.
     spans_hold_values: bool,
@@ -918,6 +920,11 @@ impl IntegrationBuilder {
                 if version != 0 {
                     trim_walls(&mut self.spans, &self.costs, pw);
                 }
+                self.spans_cells = self
+                    .spans
+                    .iter()
+                    .map(|&(_, a, b)| (b + 1 - a) as usize)
+                    .sum();
                 (self.spans_of.0, self.spans_of.1) = (pw, version);
                 self.spans_of.2.clone_from(&self.touched);
             }
@@ -1307,6 +1314,11 @@ impl IntegrationBuilder {
     /// holds a cell the wave gave a value.
     pub(crate) fn touched(&self) -> &[u64] {
         &self.touched
+    }
+
+    /// The cells [`written_spans`](Self::written_spans) cover (when listed). O(1).
+    pub(crate) fn written_cells(&self) -> usize {
+        self.spans_cells
     }
 
     /// The spans of the last field written (see [`list_spans`]), listed as it was written.

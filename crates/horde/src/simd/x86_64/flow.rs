@@ -39,6 +39,13 @@ impl Avx2 {
     pub(crate) fn packs(kind: FieldKind) -> bool {
         kind.exact && kind.plain && narrow_fits(kind)
     }
+
+    /// Whether [`derive_spans`](Self::derive_spans) packs whole rows of a field of this kind,
+    /// over a map `w` cells wide, into bytes ([`derive_row_bytes_avx2`]). O(1).
+    #[inline]
+    pub(crate) fn packs_whole_rows(kind: FieldKind, w: usize) -> bool {
+        kind.exact && kind.plain && bytes_fit(kind) && (BYTE_BLOCK..BYTE_ROW - 1).contains(&w)
+    }
 }
 
 impl Avx512 {
@@ -258,12 +265,7 @@ fn derive_spans_avx2(
         .clone()
         .next()
         .is_some_and(|(_, a, b)| a == 1 && b == w);
-    if kind.exact
-        && kind.plain
-        && bytes_fit(kind)
-        && whole_rows
-        && (BYTE_BLOCK..BYTE_ROW - 1).contains(&w)
-    {
+    if whole_rows && Avx2::packs_whole_rows(kind, w) {
         let field = (costs, dist, pw, kind);
         let mut cache = ByteRows::new(w);
         let bytes = |rows: RowsAround<'_>, prices, row: &mut [u8]| {
