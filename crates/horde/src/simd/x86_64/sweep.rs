@@ -990,7 +990,6 @@ macro_rules! row_pass_avx512_body {
         const WIDE: usize = 16;
         let wall = _mm_set1_epi8(WALL as i8);
         let inf = _mm512_set1_epi32(INF as i32);
-        let ones = _mm512_set1_epi32(-1);
         let straight = _mm512_set1_epi32(prices.straight as i32);
         let diagonal = _mm512_set1_epi32(prices.diagonal as i32);
         let (mut first, mut last) = (usize::MAX, 0usize);
@@ -1018,44 +1017,15 @@ macro_rules! row_pass_avx512_body {
             // SAFETY: every load reads 16 u32 or 16 bytes within the arrays just cut to size, the
             // stores write 16 u32 each into `row`, which holds 32.
             let changed = unsafe {
-                let zero = _mm512_setzero_si512();
-                let (mut v, mut nv, mut w) = ([zero; 2], [zero; 2], [zero; 2]);
-                for k in 0..2 {
-                    let b = k * WIDE;
-                    let pc = _mm512_loadu_si512(above.as_ptr().add(b + 1).cast());
-                    let pl = _mm512_alignr_epi32::<15>(pc, _mm512_set1_epi32(above[b] as i32));
-                    let pr =
-                        _mm512_alignr_epi32::<1>(_mm512_set1_epi32(above[b + WIDE + 1] as i32), pc);
-                    let tl = _mm_loadu_si128(here.as_ptr().add(b).cast());
-                    let tc = _mm_loadu_si128(here.as_ptr().add(b + 1).cast());
-                    let tr = _mm_loadu_si128(here.as_ptr().add(b + 2).cast());
-                    let tu = _mm_loadu_si128(up.as_ptr().add(b).cast());
-                    let up_wall = _mm_cmpeq_epi8_mask(tu, wall);
-                    let no_left = _mm_cmpeq_epi8_mask(tl, wall) | up_wall;
-                    let no_right = _mm_cmpeq_epi8_mask(tr, wall) | up_wall;
-                    let is_wall = _mm_cmpeq_epi8_mask(tc, wall);
-                    let (s, g) = if $plain {
-                        (straight, diagonal)
-                    } else {
-                        let t = _mm512_cvtepu8_epi32(tc);
-                        (
-                            _mm512_madd_epi16(t, straight),
-                            _mm512_madd_epi16(t, diagonal),
-                        )
-                    };
-                    let diag = _mm512_min_epu32(
-                        _mm512_mask_mov_epi32(pl, no_left, inf),
-                        _mm512_mask_mov_epi32(pr, no_right, inf),
-                    );
-                    let offer = _mm512_mask_mov_epi32(
-                        _mm512_min_epu32(_mm512_add_epi32(pc, s), _mm512_add_epi32(diag, g)),
-                        is_wall,
-                        ones,
-                    );
-                    v[k] = _mm512_loadu_si512(row.as_ptr().add(b).cast());
-                    nv[k] = _mm512_min_epu32(v[k], offer);
-                    w[k] = _mm512_mask_mov_epi32(s, is_wall, inf);
-                }
+                let block = |b: usize| {
+                    let above = above[b..b + WIDE + 2].try_into().expect("18 cells");
+                    let here = here[b..b + WIDE + 2].try_into().expect("18 cells");
+                    let up = up[b..b + WIDE].try_into().expect("16 cells");
+                    let row = row[b..b + WIDE].try_into().expect("16 cells");
+                    offers_avx512::<{ $plain }>((above, here, up, row), (straight, diagonal))
+                };
+                let ((v0, nv0, w0), (v1, nv1, w1)) = (block(0), block(WIDE));
+                let (v, mut nv, w) = ([v0, v1], [nv0, nv1], [w0, w1]);
                 let scan_needed = _mm512_cmplt_epu32_mask(
                     _mm512_add_epi32(_mm512_alignr_epi32::<15>(nv[0], before), w[0]),
                     nv[0],
@@ -1110,45 +1080,10 @@ macro_rules! row_pass_avx512_body {
             let here: &[u8; WIDE + 2] = terrain[x - 1..x + WIDE + 1].try_into().expect("18 cells");
             let up: &[u8; WIDE] = prev_terrain[x..x + WIDE].try_into().expect("16 cells");
             let row: &mut [u32; WIDE] = (&mut cur[x..x + WIDE]).try_into().expect("16 cells");
-            // SAFETY: every load reads 16 u32 or 16 bytes within the arrays just cut to size, the
-            // store writes 16 u32 into `row`, which holds 16.
+            // SAFETY: the store writes 16 u32 into `row`, which holds 16.
             let changed = unsafe {
-                let pc = _mm512_loadu_si512(above.as_ptr().add(1).cast());
-                // The cells above left and right by lane shifts: one vector load of the row just
-                // written instead of three, two of them across the stores of two of its blocks.
-                let pl = _mm512_alignr_epi32::<15>(pc, _mm512_set1_epi32(above[0] as i32));
-                let pr = _mm512_alignr_epi32::<1>(_mm512_set1_epi32(above[WIDE + 1] as i32), pc);
-                let tl = _mm_loadu_si128(here.as_ptr().cast());
-                let tc = _mm_loadu_si128(here.as_ptr().add(1).cast());
-                let tr = _mm_loadu_si128(here.as_ptr().add(2).cast());
-                let tu = _mm_loadu_si128(up.as_ptr().cast());
-                let up_wall = _mm_cmpeq_epi8_mask(tu, wall);
-                // Set where a diagonal is barred (the corner rule) or the cell is a wall.
-                let no_left = _mm_cmpeq_epi8_mask(tl, wall) | up_wall;
-                let no_right = _mm_cmpeq_epi8_mask(tr, wall) | up_wall;
-                let is_wall = _mm_cmpeq_epi8_mask(tc, wall);
-                // On plain ground every step costs its base (a wall's price is set apart).
-                let (s, g) = if $plain {
-                    (straight, diagonal)
-                } else {
-                    let t = _mm512_cvtepu8_epi32(tc);
-                    (
-                        _mm512_madd_epi16(t, straight),
-                        _mm512_madd_epi16(t, diagonal),
-                    )
-                };
-                let diag = _mm512_min_epu32(
-                    _mm512_mask_mov_epi32(pl, no_left, inf),
-                    _mm512_mask_mov_epi32(pr, no_right, inf),
-                );
-                let offer = _mm512_mask_mov_epi32(
-                    _mm512_min_epu32(_mm512_add_epi32(pc, s), _mm512_add_epi32(diag, g)),
-                    is_wall,
-                    ones,
-                );
-                let v = _mm512_loadu_si512(row.as_ptr().cast());
-                let mut nv = _mm512_min_epu32(v, offer);
-                let w = _mm512_mask_mov_epi32(s, is_wall, inf);
+                let rows = (above, here, up, &*row);
+                let (v, mut nv, w) = offers_avx512::<{ $plain }>(rows, (straight, diagonal));
                 // Lane i sees lane i - 1; lane 0 the last lane of the block before.
                 let shifted = _mm512_alignr_epi32::<15>(nv, before);
                 if _mm512_cmplt_epu32_mask(_mm512_add_epi32(shifted, w), nv) != 0 {
@@ -1249,6 +1184,63 @@ macro_rules! row_pass_avx512_body {
             |back, _, lo, hi| mark_cells(back, lo, hi),
         )
     }};
+}
+
+/// The offers of the row before to a block of sixteen cells of a row: `above`, the row before
+/// from the cell left of the block to the cell right of it; `here`, the row's terrain likewise;
+/// `up`, the row before's terrain over the block; `row`, the block's values. Returns the values
+/// as they were, the values after the offers, and the price of a step along the row from each
+/// cell (INF from a wall). With `PLAIN` (plain ground) every step costs its base price.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+#[inline]
+fn offers_avx512<const PLAIN: bool>(
+    (above, here, up, row): (&[u32; 18], &[u8; 18], &[u8; 16], &[u32; 16]),
+    (straight, diagonal): (__m512i, __m512i),
+) -> (__m512i, __m512i, __m512i) {
+    let wall = _mm_set1_epi8(WALL as i8);
+    let inf = _mm512_set1_epi32(INF as i32);
+    // SAFETY: every load reads 16 u32 or 16 bytes within the arrays passed.
+    unsafe {
+        let pc = _mm512_loadu_si512(above.as_ptr().add(1).cast());
+        // The cells above left and right by lane shifts: one vector load of the row just
+        // written instead of three, two of them across the stores of two of its blocks.
+        let pl = _mm512_alignr_epi32::<15>(pc, _mm512_set1_epi32(above[0] as i32));
+        let pr = _mm512_alignr_epi32::<1>(_mm512_set1_epi32(above[17] as i32), pc);
+        let tl = _mm_loadu_si128(here.as_ptr().cast());
+        let tc = _mm_loadu_si128(here.as_ptr().add(1).cast());
+        let tr = _mm_loadu_si128(here.as_ptr().add(2).cast());
+        let tu = _mm_loadu_si128(up.as_ptr().cast());
+        let up_wall = _mm_cmpeq_epi8_mask(tu, wall);
+        // Set where a diagonal is barred (the corner rule) or the cell is a wall.
+        let no_left = _mm_cmpeq_epi8_mask(tl, wall) | up_wall;
+        let no_right = _mm_cmpeq_epi8_mask(tr, wall) | up_wall;
+        let is_wall = _mm_cmpeq_epi8_mask(tc, wall);
+        // On plain ground every step costs its base (a wall's price is set apart).
+        let (s, g) = if PLAIN {
+            (straight, diagonal)
+        } else {
+            let t = _mm512_cvtepu8_epi32(tc);
+            (
+                _mm512_madd_epi16(t, straight),
+                _mm512_madd_epi16(t, diagonal),
+            )
+        };
+        let diag = _mm512_min_epu32(
+            _mm512_mask_mov_epi32(pl, no_left, inf),
+            _mm512_mask_mov_epi32(pr, no_right, inf),
+        );
+        let offer = _mm512_mask_mov_epi32(
+            _mm512_min_epu32(_mm512_add_epi32(pc, s), _mm512_add_epi32(diag, g)),
+            is_wall,
+            _mm512_set1_epi32(-1),
+        );
+        let v = _mm512_loadu_si512(row.as_ptr().cast());
+        (
+            v,
+            _mm512_min_epu32(v, offer),
+            _mm512_mask_mov_epi32(s, is_wall, inf),
+        )
+    }
 }
 
 /// [`row_pass_avx2`] sixteen cells at a time, for CPUs with AVX-512 (F, BW and VL): the same
