@@ -1014,8 +1014,8 @@ macro_rules! row_pass_avx512_body {
             let up: &[u8; 2 * WIDE] = prev_terrain[x..x + 2 * WIDE].try_into().expect("32 cells");
             let row: &mut [u32; 2 * WIDE] =
                 (&mut cur[x..x + 2 * WIDE]).try_into().expect("32 cells");
-            // SAFETY: every load reads 16 u32 or 16 bytes within the arrays just cut to size, the
-            // stores write 16 u32 each into `row`, which holds 32.
+            // SAFETY: the loads are `offers_avx512`'s, within the blocks cut from these arrays;
+            // the stores write 16 u32 each into `row`, which holds 32.
             let changed = unsafe {
                 let block = |b: usize| {
                     let above = above[b..b + WIDE + 2].try_into().expect("18 cells");
