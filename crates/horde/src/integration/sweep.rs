@@ -115,6 +115,10 @@ pub(crate) struct SweepScratch {
     /// See [`winding`](Self::winding).
     winding: bool,
     cursor: SweepCursor,
+    /// Tests: the plain row pass goes over runs grown to blocks of this many columns, as the
+    /// AVX-512 pass does (0: as they are), and counts the runs it grew.
+    #[cfg(test)]
+    grow_runs: (usize, usize),
     /// Base prices of a straight and a diagonal step in this build's model.
     prices: Prices,
     /// The vector kernels this CPU runs (asked once per build, not per row).
@@ -979,6 +983,23 @@ fn take_run(need: &mut [u64], pw: usize) -> Option<(usize, usize)> {
     }
 }
 
+/// The columns a vector row pass goes over for a run `lo..=hi` of a padded row of `len` cells:
+/// a run shorter than a `block` of the kernel's cells grows to one block (rightwards, or
+/// leftwards at the row's end), since the pass takes the cells of a run shorter than its
+/// blocks one at a time, which on caves (runs of one chunk are an eighth of lak303d's) cost
+/// more than a block (see `docs/benchmarks.md`). The columns beside the run take offers that
+/// are theirs already, or better ones, which the pass marks like any change: the sweeps end at
+/// the same fixed point.
+#[inline(always)]
+pub(crate) fn run_of_a_block(lo: usize, hi: usize, len: usize, block: usize) -> (usize, usize) {
+    // `hi + 1 - lo` is at least 1: a `block` of 0 or 1 keeps every run.
+    if hi + 1 - lo >= block || len < block + 2 {
+        return (lo, hi);
+    }
+    let lo = lo.min(len - 1 - block);
+    (lo, hi.max(lo + block - 1))
+}
+
 /// Mark the chunks of columns `lo - 1..=hi + 1`: the cells next to columns `lo..=hi`
 /// (straight and diagonal steps), for the rows above and below. Marks beyond the map's columns
 /// are dropped when the marks are read.
@@ -1138,8 +1159,13 @@ fn sweep_pass(
     h: usize,
     stop_at: u64,
 ) -> bool {
+    // Tests may ask the plain pass to grow runs as the AVX-512 pass does.
+    #[cfg(test)]
+    let vector = sc.grow_runs.0 == 0;
+    #[cfg(not(test))]
+    let vector = true;
     #[cfg(target_arch = "x86_64")]
-    {
+    if vector {
         if let Some(avx512) = cpu.avx512 {
             return avx512.sweep_rows(rows, sc, pw, h, stop_at);
         }
@@ -1147,7 +1173,19 @@ fn sweep_pass(
             return avx2.sweep_rows(rows, sc, pw, h, stop_at);
         }
     }
-    let _ = cpu;
+    let _ = (cpu, vector);
+    #[cfg(test)]
+    if sc.grow_runs.0 > 0 {
+        let (block, mut grown) = sc.grow_runs;
+        let pass = |(rows, prices, table, cand, marks, lo, hi): RowPassArgs| {
+            let run = run_of_a_block(lo, hi, rows.0.len(), block);
+            grown += usize::from(run != (lo, hi));
+            plain_row_pass((rows, prices, table, cand, marks, run.0, run.1))
+        };
+        let done = sweep_rows(rows, sc, pw, h, stop_at, pass);
+        sc.grow_runs.1 = grown;
+        return done;
+    }
     sweep_rows(rows, sc, pw, h, stop_at, plain_row_pass)
 }
 
@@ -1334,6 +1372,7 @@ fn row_pass(
     #[cfg(target_arch = "x86_64")]
     {
         if let Some(avx512) = cpu.avx512 {
+            let (lo, hi) = run_of_a_block(lo, hi, cur.len(), 16);
             let rows = (cur, prev, terrain, prev_terrain);
             return avx512.row_pass(rows, prices, table, marks, lo, hi);
         }
@@ -2108,6 +2147,88 @@ mod tests {
             }
             // The sweeps, not the wave, built most rounds, from small footprints.
             assert!(left_inf >= 4, "{model:?}: {left_inf} builds left INF");
+        }
+    }
+
+    #[test]
+    fn runs_grow_to_a_block_within_the_row_and_keep_their_columns() {
+        for len in [3usize, 17, 18, 19, 40, 200] {
+            for block in [0usize, 1, 8, 16] {
+                for lo in 1..len - 1 {
+                    for hi in lo..len - 1 {
+                        let (a, b) = run_of_a_block(lo, hi, len, block);
+                        let case = format!("len {len}, block {block}, run {lo}..={hi}");
+                        assert!(a >= 1 && b <= len - 2 && a <= lo && hi <= b, "{case}");
+                        if hi + 1 - lo >= block || len < block + 2 {
+                            assert_eq!((a, b), (lo, hi), "{case}");
+                        } else {
+                            assert_eq!(b + 1 - a, block, "{case}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sweeps_over_runs_grown_to_a_block_give_the_waves_field() {
+        use crate::{CostField, Grid, IntegrationField};
+        use glam::UVec2;
+        // Caves: walls scattered at random and grown into blobs, terrain 1 to 3 or plain.
+        for seed in 1..7u64 {
+            let (w, h) = (70 + 9 * seed as u32, 50 + 5 * seed as u32);
+            let mut s = seed * 0x9E37_79B9_7F4A_7C15 | 1;
+            let mut next = move || {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                s
+            };
+            let mut cost = CostField::new(Grid::new(w, h).unwrap());
+            for _ in 0..w * h / 40 {
+                let r = next();
+                let (x, y) = ((r % w as u64) as u32, ((r >> 20) % h as u64) as u32);
+                let (dx, dy) = ((r >> 40) as u32 % 6, (r >> 50) as u32 % 6);
+                let max = UVec2::new((x + dx).min(w - 1), (y + dy).min(h - 1));
+                cost.fill_rect(UVec2::new(x, y), max, WALL).unwrap();
+            }
+            if seed % 2 == 0 {
+                // Patches of heavier ground between the walls.
+                for _ in 0..w * h / 400 {
+                    let r = next();
+                    let (x, y) = ((r % w as u64) as u32, ((r >> 20) % h as u64) as u32);
+                    let max = UVec2::new((x + 7).min(w - 1), (y + 5).min(h - 1));
+                    let terrain = 2 + (r >> 40) as u8 % 2;
+                    for cy in y..=max.y {
+                        for cx in x..=max.x {
+                            let cell = UVec2::new(cx, cy);
+                            if cost.is_walkable(cell) {
+                                cost.fill_rect(cell, cell, terrain).unwrap();
+                            }
+                        }
+                    }
+                }
+            }
+            let goal = cost.nearest_walkable(UVec2::new(w / 2, h / 2)).unwrap();
+            for model in [CostModel::TenFourteen, CostModel::Octile] {
+                let mut grown = IntegrationBuilder::new();
+                grown.sweep.grow_runs = (16, 0);
+                let mut field = IntegrationField::new(*cost.grid(), model);
+                grown.build_into(&cost, &[goal], model, &mut field).unwrap();
+                let mut wave = IntegrationBuilder::new();
+                wave.set_sweeps(false);
+                let want = wave.build(&cost, &[goal], model).unwrap();
+                let case = format!("seed {seed}, {model:?}");
+                let wrong = field
+                    .values()
+                    .iter()
+                    .zip(want.values())
+                    .position(|(a, b)| a != b);
+                assert_eq!(wrong, None, "{case}: first cell that differs");
+                // The sweeps built it, and grew runs on the way.
+                assert!(!grown.sweep.handed_over_lately(), "{case}");
+                assert!(grown.sweep.grow_runs.1 > 0, "{case}: no run grew");
+            }
         }
     }
 
