@@ -1056,11 +1056,17 @@ macro_rules! row_pass_avx512_body {
                 u32::from(_mm512_cmpneq_epu32_mask(nv[0], v[0]))
                     | u32::from(_mm512_cmpneq_epu32_mask(nv[1], v[1])) << WIDE
             };
-            if changed != 0 {
-                first = first.min(x + changed.trailing_zeros() as usize);
-                last = x + 31 - changed.leading_zeros() as usize;
-                mark_cells(marks, x + changed.trailing_zeros() as usize, last);
-            }
+            let some = changed != 0;
+            first = first.min(if some {
+                x + changed.trailing_zeros() as usize
+            } else {
+                usize::MAX
+            });
+            last = if some {
+                x + 31 - changed.leading_zeros() as usize
+            } else {
+                last
+            };
             x += 2 * WIDE;
         }
         loop {
@@ -1100,12 +1106,23 @@ macro_rules! row_pass_avx512_body {
                 w_before = w;
                 _mm512_cmpneq_epu32_mask(nv, v) as u32
             };
-            if changed != 0 {
-                first = first.min(x + changed.trailing_zeros() as usize);
-                last = x + 31 - changed.leading_zeros() as usize;
-                mark_cells(marks, x + changed.trailing_zeros() as usize, last);
-            }
+            let some = changed != 0;
+            first = first.min(if some {
+                x + changed.trailing_zeros() as usize
+            } else {
+                usize::MAX
+            });
+            last = if some {
+                x + 31 - changed.leading_zeros() as usize
+            } else {
+                last
+            };
             x += WIDE;
+        }
+        // The changed cells marked once, from the first to the last: a test and a mark at each
+        // block that changed was a branch the caves' short runs mispredicted.
+        if first != usize::MAX {
+            mark_cells(marks, first, last);
         }
         // The last lane of the block before (lane 3 of its fourth quarter).
         let c = _mm_extract_epi32::<3>(_mm512_extracti32x4_epi32::<3>(before)) as u32;
@@ -1245,7 +1262,8 @@ fn offers_avx512<const PLAIN: bool>(
 
 /// [`row_pass_avx2`] sixteen cells at a time, for CPUs with AVX-512 (F, BW and VL): the same
 /// steps, with mask registers for the corner rule and the walls, and lane rotations across
-/// two registers for the shifts. The same values, span and marks.
+/// two registers for the shifts. The same values and span; the marks cover the blocks that
+/// changed from the first to the last, marked once after them.
 #[cfg(any(feature = "parallel", test))]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 #[allow(clippy::too_many_arguments)]
