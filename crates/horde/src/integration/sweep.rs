@@ -2177,7 +2177,7 @@ mod tests {
         // Caves: walls scattered at random and grown into blobs, terrain 1 to 3 or plain.
         for seed in 1..7u64 {
             let (w, h) = (70 + 9 * seed as u32, 50 + 5 * seed as u32);
-            let mut s = seed * 0x9E37_79B9_7F4A_7C15 | 1;
+            let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
             let mut next = move || {
                 s ^= s << 13;
                 s ^= s >> 7;
