@@ -1844,15 +1844,22 @@ mod tests {
                     assert!(marked(&marks, x), "{name}: seed {seed}, cell {x}");
                 }
                 // On plain ground a kernel may mark back only the chunks of the cells of the row
-                // before that an offer from the row's new values improves (those beside the
-                // cells the scans improved: no other can be improved); elsewhere every chunk
-                // beside those cells.
+                // before that an offer from the cells the scans improved improves (in the
+                // builder, where the row before is consistent along itself, no other offer can
+                // improve it: see `tell_neighbours`); elsewhere every chunk beside those cells.
+                let from_scanned = |x: usize| {
+                    if scanned.binary_search(&x).is_ok() {
+                        wide[x]
+                    } else {
+                        INF
+                    }
+                };
                 let improves = |x: usize| {
                     prev_terrain[x] != WALL
                         && candidate(
-                            wide[x - 1],
-                            wide[x],
-                            wide[x + 1],
+                            from_scanned(x - 1),
+                            from_scanned(x),
+                            from_scanned(x + 1),
                             prev_terrain[x - 1],
                             prev_terrain[x],
                             prev_terrain[x + 1],

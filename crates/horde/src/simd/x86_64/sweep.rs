@@ -1094,8 +1094,23 @@ macro_rules! row_pass_avx512_body {
                 let shifted = _mm512_alignr_epi32::<15>(nv, before);
                 if _mm512_cmplt_epu32_mask(_mm512_add_epi32(shifted, w), nv) != 0 {
                     let carry = _mm512_permutexvar_epi32(_mm512_set1_epi32(15), before);
+                    let offered = nv;
                     nv = wide_prefix_scan::<false>(nv, w, carry);
-                    scanned.add(x, x + WIDE - 1);
+                    // On plain ground a short run marks back only the chunks of the row before
+                    // that the cells the scan improved improve (on caves most chunks beside them
+                    // improve nothing, and the pass the other way visited them for nothing);
+                    // a long run, whose scans are many, marks every chunk beside them, as
+                    // testing each block cost more than it saved (random512-10-0).
+                    if $plain && !long {
+                        let there = prev_terrain[x - 1..x + WIDE + 1]
+                            .try_into()
+                            .expect("18 cells");
+                        let improved = _mm512_cmplt_epu32_mask(nv, offered);
+                        let rows = (above, there, here);
+                        mark_back_avx512(back, x, nv, improved, rows, (straight, diagonal));
+                    } else {
+                        scanned.add(x, x + WIDE - 1);
+                    }
                 }
                 _mm512_storeu_si512(row.as_mut_ptr().cast(), nv);
                 // Cells x - 1..x + 15 against their right neighbours.
@@ -1179,7 +1194,17 @@ macro_rules! row_pass_avx512_body {
                     let nv = wide_prefix_scan::<true>(v, w, carry);
                     _mm512_storeu_si512(row.as_mut_ptr().cast(), nv);
                     mark_cells(marks, at, x - 1);
-                    scanned.add(at, x - 1);
+                    if $plain && !long {
+                        let rows = (
+                            prev[at - 1..x + 1].try_into().expect("18 cells"),
+                            prev_terrain[at - 1..x + 1].try_into().expect("18 cells"),
+                            terrain[at - 1..x + 1].try_into().expect("18 cells"),
+                        );
+                        let improved = _mm512_cmplt_epu32_mask(nv, v);
+                        mark_back_avx512(back, at, nv, improved, rows, (straight, diagonal));
+                    } else {
+                        scanned.add(at, x - 1);
+                    }
                     nv
                 } else {
                     v
@@ -1201,6 +1226,50 @@ macro_rules! row_pass_avx512_body {
             |back, _, lo, hi| mark_cells(back, lo, hi),
         )
     }};
+}
+
+/// On plain ground, mark in `back` the chunks of the cells of the row before that an offer from
+/// the `improved` lanes of a block of sixteen final values `nv` (cells `x..x + 16`, those the
+/// scans along the row improved) improves: [`mark_improving_back`] for the block, from `above`
+/// (the row before, cells `x - 1..x + 17`), `there` (its terrain) and `here` (the row's
+/// terrain), done in the scan's branch instead of in a pass over the cells after the row.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+#[inline]
+fn mark_back_avx512(
+    back: &mut [u64],
+    x: usize,
+    nv: __m512i,
+    improved: __mmask16,
+    (above, there, here): (&[u32; 18], &[u8; 18], &[u8; 18]),
+    (straight, diagonal): (__m512i, __m512i),
+) {
+    let wall = _mm_set1_epi8(WALL as i8);
+    // SAFETY: every load reads 16 u32 or 16 bytes within the arrays passed.
+    let columns = unsafe {
+        let load = |at: usize| _mm512_loadu_si512(above.as_ptr().add(at).cast());
+        let walls = |bytes: &[u8; 18], at: usize| {
+            _mm_cmpeq_epi8_mask(_mm_loadu_si128(bytes.as_ptr().add(at).cast()), wall)
+        };
+        let (there_left, there_on, there_right) =
+            (walls(there, 0), walls(there, 1), walls(there, 2));
+        let (here_left, here_right) = (walls(here, 0), walls(here, 2));
+        let straight_on = _mm512_add_epi32(nv, straight);
+        let diagonal_on = _mm512_add_epi32(nv, diagonal);
+        // The cell straight across, and the diagonals past the cell beside in either row (the
+        // corner rule); never a wall.
+        let on = _mm512_mask_cmplt_epu32_mask(improved & !there_on, straight_on, load(1));
+        let left = improved & !(here_left | there_on | there_left);
+        let left = _mm512_mask_cmplt_epu32_mask(left, diagonal_on, load(0));
+        let right = improved & !(here_right | there_on | there_right);
+        let right = _mm512_mask_cmplt_epu32_mask(right, diagonal_on, load(2));
+        // Bit j: column x - 1 + j.
+        u32::from(left) | u32::from(on) << 1 | u32::from(right) << 2
+    };
+    if columns != 0 {
+        let a = x - 1 + columns.trailing_zeros() as usize;
+        let b = x + 30 - columns.leading_zeros() as usize;
+        mark_columns(back, a, b);
+    }
 }
 
 /// The offers of the row before to a block of sixteen cells of a row: `above`, the row before
