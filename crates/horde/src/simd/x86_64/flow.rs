@@ -433,6 +433,8 @@ struct ByteRows {
     held: bool,
     /// The map's width: whole rows only go by bytes.
     width: usize,
+    /// Where the CPU has AVX-512, the rows are turned into bytes sixteen values an instruction.
+    wide: Option<Avx512>,
 }
 
 impl ByteRows {
@@ -443,7 +445,56 @@ impl ByteRows {
             last: (std::ptr::null(), 0),
             held: false,
             width,
+            wide: crate::simd::cpu().avx512,
         }
+    }
+
+    /// `values` into row `k` ([`encode_bytes`], or its AVX-512 form).
+    #[inline(always)]
+    fn encode(&mut self, values: &[u32], none: u32, k: usize) {
+        match self.wide {
+            Some(avx512) => avx512.encode_bytes(values, none, &mut self.rows[k]),
+            // SAFETY: the byte kernel, the only caller, runs where the CPU has AVX2.
+            None => unsafe { encode_bytes(values, none, &mut self.rows[k]) },
+        }
+    }
+}
+
+impl Avx512 {
+    /// [`encode_bytes`] sixteen values at a time, each narrowed to its byte by one instruction.
+    #[inline]
+    fn encode_bytes(self, values: &[u32], none: u32, out: &mut [u8]) {
+        // SAFETY: an `Avx512` exists only where the CPU has AVX-512 F, BW and VL, the kernel's
+        // only requirement.
+        unsafe { encode_bytes_avx512(values, none, out) }
+    }
+}
+
+/// [`encode_bytes`] for CPUs with AVX-512: the same bytes.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+fn encode_bytes_avx512(values: &[u32], none: u32, out: &mut [u8]) {
+    const WIDE: usize = 16;
+    let n = values.len();
+    let none = _mm512_set1_epi32(none as i32);
+    let (low, flag) = (_mm512_set1_epi32(31), _mm512_set1_epi32(0x80));
+    let mut at = 0;
+    loop {
+        // The last 16 values end at the row's end, over values done too.
+        let from = at.min(n - WIDE);
+        let lanes: &[u32; WIDE] = values[from..from + WIDE].try_into().expect("16 values");
+        let dst: &mut [u8; WIDE] = (&mut out[from..from + WIDE]).try_into().expect("16 bytes");
+        // SAFETY: reads 16 u32 from an array of 16, writes 16 bytes into an array of 16.
+        unsafe {
+            let v = _mm512_loadu_si512(lanes.as_ptr().cast());
+            let no_value = _mm512_cmpge_epu32_mask(v, none);
+            let five = _mm512_and_si512(v, low);
+            let byte = _mm512_mask_or_epi32(five, no_value, five, flag);
+            _mm_storeu_si128(dst.as_mut_ptr().cast(), _mm512_cvtepi32_epi8(byte));
+        }
+        if from + WIDE >= n {
+            break;
+        }
+        at += WIDE;
     }
 }
 
@@ -516,10 +567,10 @@ fn derive_row_bytes_avx2(
         // above and here.
         let [above, here, below] = cache.order;
         cache.order = [here, below, above];
-        encode_bytes(down, none, &mut cache.rows[above]);
+        cache.encode(down, none, above);
     } else {
         for (values, k) in [up, mid, down].into_iter().zip(cache.order) {
-            encode_bytes(values, none, &mut cache.rows[k]);
+            cache.encode(values, none, k);
         }
         cache.held = true;
     }
@@ -1002,4 +1053,45 @@ fn derive_row_avx512(rows: RowsAround<'_>, prices: ArrowPrices, row: &mut [u8]) 
         byte = _mm512_mask_mov_epi32(byte, _mm_cmpeq_epi8_mask(tc, wall), splat(FLOW_WALL as u32));
         _mm512_cvtepi32_epi8(byte)
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wide_and_avx2_encodings_give_the_same_bytes() {
+        let (Some(_), Some(avx512)) = (
+            crate::simd::under_test::avx2(),
+            crate::simd::under_test::avx512(),
+        ) else {
+            return;
+        };
+        let inf = crate::integration::sweep::INF;
+        let mut s = 0x2545_F491_4F6C_DD1Du64;
+        for len in [32usize, 33, 47, 48, 63, 64, 100, 194, 514] {
+            for none in [inf, crate::integration::UNREACHABLE] {
+                // Values of every size, and those at and around "no value".
+                let values: Vec<u32> = (0..len)
+                    .map(|_| {
+                        s ^= s << 13;
+                        s ^= s >> 7;
+                        s ^= s << 17;
+                        match s % 6 {
+                            0 => none,
+                            1 => inf,
+                            2 => none - 1,
+                            3 => (s >> 8) as u32 % 64,
+                            _ => (s >> 8) as u32,
+                        }
+                    })
+                    .collect();
+                let (mut want, mut got) = (vec![7u8; len + 3], vec![7u8; len + 3]);
+                // SAFETY: the AVX2 kernels exist only where the CPU has AVX2.
+                unsafe { encode_bytes(&values, none, &mut want) };
+                avx512.encode_bytes(&values, none, &mut got);
+                assert_eq!(got, want, "{len} values, none {none}");
+            }
+        }
+    }
 }
