@@ -995,6 +995,8 @@ macro_rules! row_pass_avx512_body {
         let (mut first, mut last) = (usize::MAX, 0usize);
         let mut scanned = Scanned::NONE;
         let mut x = lo;
+        // The first cell the single blocks changed.
+        let mut single_first = usize::MAX;
         // The block before, final: its last lane is the value of the cell before the block.
         let mut before = _mm512_set1_epi32(cur[lo - 1] as i32);
         // The step prices of the block before (the cell before the block in its last lane), and
@@ -1056,17 +1058,14 @@ macro_rules! row_pass_avx512_body {
                 u32::from(_mm512_cmpneq_epu32_mask(nv[0], v[0]))
                     | u32::from(_mm512_cmpneq_epu32_mask(nv[1], v[1])) << WIDE
             };
-            let some = changed != 0;
-            first = first.min(if some {
-                x + changed.trailing_zeros() as usize
-            } else {
-                usize::MAX
-            });
-            last = if some {
-                x + 31 - changed.leading_zeros() as usize
-            } else {
-                last
-            };
+            // Long runs mark each step's changes: on open ground the late passes change a few
+            // cells at both ends of a row, and one range would send the rows beside over all
+            // the columns between.
+            if changed != 0 {
+                first = first.min(x + changed.trailing_zeros() as usize);
+                last = x + 31 - changed.leading_zeros() as usize;
+                mark_cells(marks, x + changed.trailing_zeros() as usize, last);
+            }
             x += 2 * WIDE;
         }
         loop {
@@ -1122,7 +1121,7 @@ macro_rules! row_pass_avx512_body {
                 _mm512_cmpneq_epu32_mask(nv, v) as u32
             };
             let some = changed != 0;
-            first = first.min(if some {
+            single_first = single_first.min(if some {
                 x + changed.trailing_zeros() as usize
             } else {
                 usize::MAX
@@ -1134,10 +1133,11 @@ macro_rules! row_pass_avx512_body {
             };
             x += WIDE;
         }
-        // The changed cells marked once, from the first to the last: a test and a mark at each
-        // block that changed was a branch the caves' short runs mispredicted.
-        if first != usize::MAX {
-            mark_cells(marks, first, last);
+        // The cells the single blocks changed marked once, from the first to the last: a test
+        // and a mark at each block that changed was a branch the caves' short runs mispredicted.
+        if single_first != usize::MAX {
+            mark_cells(marks, single_first, last);
+            first = first.min(single_first);
         }
         // The last lane of the block before (lane 3 of its fourth quarter).
         let c = _mm_extract_epi32::<3>(_mm512_extracti32x4_epi32::<3>(before)) as u32;
@@ -1331,8 +1331,9 @@ fn offers_avx512<const PLAIN: bool>(
 
 /// [`row_pass_avx2`] sixteen cells at a time, for CPUs with AVX-512 (F, BW and VL): the same
 /// steps, with mask registers for the corner rule and the walls, and lane rotations across
-/// two registers for the shifts. The same values and span; the marks cover the blocks that
-/// changed from the first to the last, marked once after them.
+/// two registers for the shifts. The same values and span; the marks of the single blocks
+/// (the short runs, and the ends of long ones) cover the cells they changed from the first to
+/// the last, marked once after them.
 #[cfg(any(feature = "parallel", test))]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 #[allow(clippy::too_many_arguments)]
