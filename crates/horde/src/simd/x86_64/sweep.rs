@@ -1333,7 +1333,9 @@ fn offers_avx512<const PLAIN: bool>(
 /// steps, with mask registers for the corner rule and the walls, and lane rotations across
 /// two registers for the shifts. The same values and span; the marks of the single blocks
 /// (the short runs, and the ends of long ones) cover the cells they changed from the first to
-/// the last, marked once after them.
+/// the last, marked once after them, and on plain ground a short run marks back only the
+/// chunks of the row before that its scans' cells improve ([`mark_back_avx512`]), where the
+/// AVX2 pass tests them after the row ([`mark_improving_back`]).
 #[cfg(any(feature = "parallel", test))]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 #[allow(clippy::too_many_arguments)]
