@@ -1372,7 +1372,7 @@ fn row_pass(
     #[cfg(target_arch = "x86_64")]
     {
         if let Some(avx512) = cpu.avx512 {
-            let (lo, hi) = run_of_a_block(lo, hi, cur.len(), 16);
+            let (lo, hi) = run_of_a_block(lo, hi, cur.len(), crate::simd::Avx512::ROW_BLOCK);
             let rows = (cur, prev, terrain, prev_terrain);
             return avx512.row_pass(rows, prices, table, marks, lo, hi);
         }

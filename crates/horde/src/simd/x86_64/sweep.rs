@@ -87,6 +87,10 @@ impl Avx2 {
 }
 
 impl Avx512 {
+    /// Cells of a block of the row pass: runs shorter than this grow to one block (see
+    /// [`run_of_a_block`]).
+    pub(crate) const ROW_BLOCK: usize = 16;
+
     /// The rest of a pass of the sweeps ([`sweep_rows`]) with [`row_pass_avx512`]'s body
     /// inlined.
     #[inline]
@@ -987,7 +991,7 @@ macro_rules! row_pass_avx512_body {
         let (marks, back): Marked = $marks;
         let lo: usize = $lo;
         let hi: usize = $hi;
-        const WIDE: usize = 16;
+        const WIDE: usize = Avx512::ROW_BLOCK;
         let wall = _mm_set1_epi8(WALL as i8);
         let inf = _mm512_set1_epi32(INF as i32);
         let straight = _mm512_set1_epi32(prices.straight as i32);
@@ -1405,7 +1409,7 @@ sweep_rows_with!(
     sweep_rows_avx512,
     "avx512f,avx512bw,avx512vl",
     row_pass_avx512_body,
-    16
+    Avx512::ROW_BLOCK
 );
 
 /// [`prefix_scan`] over sixteen cells: four steps of lane shifts.
